@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bridge: the kubelet device plugin (device-plugin API v1beta1 over gRPC core).
+ *
+ * Serves <plugin-dir>/<socket> and registers the resource with the kubelet; answers
+ * Allocate with CDI device names from the spec that specs/ writes. Rescans on SIGHUP,
+ * re-registers when the kubelet restarts, exits 0 on SIGTERM/SIGINT.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "discovery.h"
+#include "specs.h"
+
+#define BRIDGE_DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
+#define BRIDGE_DEFAULT_RESOURCE "rdma.example/hca"
+#define BRIDGE_SOCKET_NAME "rdma-cdi.sock"
+
+enum bridge_strategy {
+	BRIDGE_STRATEGY_CDI_CRI = 1 << 0,          /* ContainerAllocateResponse.cdi_devices */
+	BRIDGE_STRATEGY_CDI_ANNOTATIONS = 1 << 1,  /* cdi.k8s.io/ annotation */
+	BRIDGE_STRATEGY_DEVICE_SPECS = 1 << 2,     /* plain DeviceSpecs */
+};
+
+struct bridge_options {
+	const char *plugin_dir;       /* NULL = BRIDGE_DEFAULT_PLUGIN_DIR */
+	const char *resource;         /* NULL = BRIDGE_DEFAULT_RESOURCE */
+	unsigned strategies;          /* 0 = CDI_CRI | CDI_ANNOTATIONS */
+	unsigned shared;              /* 0 or 1 = exclusive; N > 1 = N IDs per HCA */
+	struct disc_options disc;
+	struct spec_options spec;
+	const char *spec_dir;         /* NULL = SPEC_DEFAULT_DIR */
+};
+
+/* Parses "cdi-cri,cdi-annotations,device-specs" into a mask; -EINVAL naming nothing. */
+int bridge_parse_strategies(const char *s, unsigned *ret_mask);
+
+/* Validates an extended resource name ("domain/name"); the rules the kubelet applies. */
+bool bridge_resource_name_is_valid(const char *name);
+
+/*
+ * Runs the device plugin until SIGTERM/SIGINT. Returns 0 on a clean stop, -errno when
+ * it cannot start (socket dir unusable, first scan fails). Logs one line per event.
+ */
+int bridge_run(const struct bridge_options *opts);

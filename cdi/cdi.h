@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cdi: the Container Device Interface format, independent of RDMA.
+ *
+ * A spec lives in memory as a cJSON tree shaped exactly like the CDI JSON document.
+ * This module validates such trees (names, versions, fields), computes the lowest
+ * cdiVersion their fields need, converts them to and from JSON and YAML (libyaml),
+ * writes spec files atomically and safely, and reads spec directories.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+
+DEFINE_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
+enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
+
+/* Spec files larger than this are refused when read. */
+#define CDI_SPEC_MAX_BYTES (64u * 1024 * 1024)
+
+/* "vendor/class": both parts >= 2 chars of the CDI name rules; no dot in the class
+ * (dots need 0.6.0, which Debian 12's podman rejects). */
+bool cdi_kind_is_valid(const char *kind);
+/* Device name rule: ^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$ */
+bool cdi_device_name_is_valid(const char *name);
+
+/* Lowest cdiVersion the tree needs ("0.3.0" .. "1.1.0"); static string. */
+const char *cdi_min_version(const cJSON *spec);
+/* -1, 0, 1 like strcmp for "X.Y.Z"; unparsable versions sort lowest. */
+int cdi_version_compare(const char *a, const char *b);
+
+/*
+ * Validates a spec tree as the CDI libraries would: required fields, no unknown
+ * fields, kind and names, unique device names, non-empty edits, absolute paths, hook
+ * names, env "K=V", a known cdiVersion not lower than cdi_min_version(). On failure
+ * returns -EINVAL and writes a one-line reason (naming the JSON path) into err.
+ */
+int cdi_spec_validate(const cJSON *spec, char *err, size_t errlen);
+
+/* Serialises (JSON pretty-printed, or YAML through libyaml); trailing newline. */
+int cdi_spec_format(const cJSON *spec, enum cdi_format fmt, char **ret_buf, size_t *ret_len);
+
+/* Parses JSON or YAML text into a tree (not validated). -EBADMSG with line:column in err. */
+int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret_spec, char *err,
+		   size_t errlen);
+
+/* "rdma.example/hca" -> "rdma.example-hca.json" (malloc'd). */
+char *cdi_spec_file_name(const char *kind, enum cdi_format fmt);
+
+enum cdi_write_result { CDI_WRITE_UNCHANGED = 0, CDI_WRITE_UPDATED = 1 };
+
+/*
+ * Writes buf atomically to dir/name: creates dir (0755) if missing, refuses when
+ * dir/name is a symlink or not a regular file (-ELOOP / -EEXIST), writes a temp file
+ * ".name.XXXXXX" (never ending in .json/.yaml) mode 0644, fsync, rename, fsync dir.
+ * When the existing file already holds exactly buf with mode 0644, nothing is touched
+ * and CDI_WRITE_UNCHANGED is returned. Never follows symlinks. Does not log.
+ */
+int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, size_t len);
+
+/*
+ * The spec files found in a set of spec directories, in the order the runtimes read
+ * them (later directories win).
+ */
+struct cdi_list_entry {
+	char *dir;
+	char *file;        /* base name */
+	char *kind;        /* NULL when invalid */
+	char **names;      /* fully qualified "vendor/class=name" */
+	size_t n_names;
+	char *error;       /* why the file is invalid, NULL when valid */
+};
+struct cdi_listing {
+	struct cdi_list_entry *entries;
+	size_t n_entries;
+	/* Fully qualified names defined more than once within ONE directory: runtimes
+	 * drop them ("<name> in <dir>: <file1>, <file2>"). */
+	char **conflicts;
+	size_t n_conflicts;
+};
+/* Missing directories are skipped; unreadable files become entries with error set. */
+int cdi_list_dirs(const char *const *dirs, size_t n_dirs, struct cdi_listing **ret);
+void cdi_listing_free(struct cdi_listing *l);

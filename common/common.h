@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * common: the few helpers every module shares - cleanup attributes, logging and
+ * small, hostile-input-safe file reads. Nothing here knows about RDMA or CDI.
+ *
+ * Error contract (whole project): functions return int, >= 0 on success and
+ * -errno on failure; constructors return NULL only on out-of-memory; out-parameters
+ * are named ret_* and written only on success. Library modules log at debug level at
+ * most; main(), the daemon and the hook decide what the user sees.
+ */
+#pragma once
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+static inline void closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* DEFINE_CLEANUP_FUNC(cJSON, cJSON_Delete) defines cJSON_Deletep() for _cleanup_(). */
+#define DEFINE_CLEANUP_FUNC(type, fn)                                                              \
+	static inline void fn##p(type **p)                                                         \
+	{                                                                                          \
+		if (*p)                                                                            \
+			fn(*p);                                                                    \
+	}
+
+/* Hand ownership out of a _cleanup_ variable. */
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _tp = (p);                                                           \
+		(p) = NULL;                                                                        \
+		_tp;                                                                               \
+	})
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _tf = (fd);                                                                    \
+		(fd) = -1;                                                                         \
+		_tf;                                                                               \
+	})
+
+/* ---- logging ---------------------------------------------------------------- */
+
+enum log_level { LOG_LVL_ERROR, LOG_LVL_WARNING, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* Parses "error|warning|info|debug"; -EINVAL otherwise. */
+int log_parse_level(const char *s, enum log_level *ret_level);
+/* json = one JSON object per line ({"level":..,"msg":..}), else plain text. */
+void log_set_json(bool json);
+/* Program name printed in front of text lines. */
+void log_set_ident(const char *ident);
+
+void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
+#define log_debug(...) log_msg(LOG_LVL_DEBUG, 0, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_LVL_INFO, 0, __VA_ARGS__)
+#define log_warning(...) log_msg(LOG_LVL_WARNING, 0, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_LVL_ERROR, 0, __VA_ARGS__)
+/* Logs with ": <strerror(-r)>" appended and evaluates to r (negative). */
+#define log_error_errno(r, ...) ({ int _r = (r); log_msg(LOG_LVL_ERROR, _r, __VA_ARGS__); _r; })
+#define log_warning_errno(r, ...) ({ int _r = (r); log_msg(LOG_LVL_WARNING, _r, __VA_ARGS__); _r; })
+#define log_debug_errno(r, ...) ({ int _r = (r); log_msg(LOG_LVL_DEBUG, _r, __VA_ARGS__); _r; })
+
+/* ---- file reading ---------------------------------------------------------------- */
+
+/*
+ * Reads a small attribute file (sysfs style) relative to dirfd into buf (NUL-terminated,
+ * trailing newlines stripped). Files longer than size-1 bytes give -EFBIG. Returns the
+ * length. Never logs.
+ */
+int read_attr_at(int dirfd, const char *path, char *buf, size_t size);
+
+/*
+ * Reads a whole regular file relative to dirfd (AT_FDCWD for cwd), at most max bytes
+ * (-EFBIG beyond). *ret_buf is malloc'd and NUL-terminated. O_NOFOLLOW when nofollow.
+ */
+int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, char **ret_buf,
+		      size_t *ret_len);
+
+/* Reads all of fd (stdin, pipes) up to max bytes (-EFBIG beyond). */
+int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
+/* Writes all of buf to fd, retrying on EINTR and short writes. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Parses a decimal integer filling the whole string (after trimming spaces). */
+int parse_int64(const char *s, long long *ret);
+/* "major:minor" as in sysfs dev files. */
+int parse_dev_numbers(const char *s, unsigned *ret_major, unsigned *ret_minor);
+
+/* True when s is non-empty, at most max chars and every char is in [A-Za-z0-9_.:-]. */
+bool name_is_safe(const char *s, size_t max);
+
+/* strdup that aborts on OOM is not used: callers get NULL and return -ENOMEM. */
+char *strdup_printf(const char *fmt, ...) _printf_(1, 2);

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+
+int read_attr_at(int dirfd, const char *path, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (size < 2)
+		return -EINVAL;
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, size);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= size)
+		return -EFBIG;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	buf[n] = '\0';
+	/* An embedded NUL would silently truncate what callers see. */
+	if (memchr(buf, '\0', (size_t)n))
+		return -EBADMSG;
+	return (int)n;
+}
+
+int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *nbuf;
+
+			if (ncap > max + 2)
+				ncap = max + 2;
+			if (ncap <= len + 1)
+				return -EFBIG;
+			nbuf = realloc(buf, ncap);
+			if (!nbuf)
+				return -ENOMEM;
+			buf = nbuf;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max)
+			return -EFBIG;
+	}
+	if (!buf) {
+		buf = malloc(1);
+		if (!buf)
+			return -ENOMEM;
+	}
+	buf[len] = '\0';
+	*ret_buf = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, char **ret_buf,
+		      size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+	return read_full_fd(fd, max, ret_buf, ret_len);
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int parse_int64(const char *s, long long *ret)
+{
+	char *end;
+	long long v;
+
+	if (!s)
+		return -EINVAL;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno)
+		return -errno;
+	while (*end == ' ' || *end == '\t' || *end == '\n')
+		end++;
+	if (*end != '\0')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int parse_dev_numbers(const char *s, unsigned *ret_major, unsigned *ret_minor)
+{
+	unsigned long ma, mi;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	ma = strtoul(s, &end, 10);
+	if (errno || *end != ':' || end[1] < '0' || end[1] > '9')
+		return -EINVAL;
+	mi = strtoul(end + 1, &end, 10);
+	if (errno || *end != '\0')
+		return -EINVAL;
+	/* Linux dev_t: 12-bit major, 20-bit minor. */
+	if (ma > 0xfff || mi > 0xfffff)
+		return -ERANGE;
+	*ret_major = (unsigned)ma;
+	*ret_minor = (unsigned)mi;
+	return 0;
+}
+
+bool name_is_safe(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; s[n]; n++) {
+		char c = s[n];
+
+		if (n >= max)
+			return false;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == ':' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+char *strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? NULL : s;
+}

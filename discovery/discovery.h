@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * discovery: sysfs -> device model.
+ *
+ * disc_scan() reads a sysfs tree (default /sys, or a synthetic one for tests) and
+ * returns a self-contained, immutable snapshot of every RDMA device: its PCI function,
+ * ports and character devices. A snapshot owns all its memory; rebuild it at any time
+ * (rescan, hotplug) by scanning again and freeing the old one. Nothing here writes.
+ *
+ * Everything read from sysfs is hostile: names are checked with name_is_safe(), numbers
+ * are range-checked, unreadable or garbage attributes degrade to "unknown" and a problem
+ * is recorded in disc_node.problems instead of failing the scan.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#define DISC_NAME_MAX 64     /* RDMA device names: IB_DEVICE_NAME_MAX is 64 */
+#define DISC_PCI_MAX 32      /* "0000:3b:00.0" */
+#define DISC_NETDEV_MAX 16   /* IFNAMSIZ */
+#define DISC_ATTR_MAX 64
+
+/* A character device node as described by a sysfs "dev" file. */
+struct disc_chardev {
+	char name[DISC_NAME_MAX];  /* "uverbs0", "umad1", "issm1", "rdma_cm" */
+	unsigned major, minor;
+	bool node_present;  /* <dev-root>/infiniband/<name> exists and is that char device */
+};
+
+struct disc_port {
+	unsigned num;                       /* 1-based port number */
+	char link_layer[DISC_ATTR_MAX];     /* "InfiniBand", "Ethernet", "Unknown" */
+	int state;                          /* 4 = ACTIVE; -1 unknown */
+	char state_name[DISC_ATTR_MAX];     /* "ACTIVE", "DOWN", ... or "" */
+	int phys_state;                     /* 5 = LinkUp; -1 unknown */
+	char phys_state_name[DISC_ATTR_MAX];
+	char rate[DISC_ATTR_MAX];           /* "100 Gb/sec (4X EDR)" or "" */
+	char netdev[DISC_NETDEV_MAX + 1];   /* "" when none */
+	bool has_umad, has_issm;
+	struct disc_chardev umad, issm;
+};
+
+struct disc_device {
+	char name[DISC_NAME_MAX];           /* RDMA device name: "mlx5_0", "rocep59s0f0", "smi1" */
+	char pci[DISC_PCI_MAX];             /* PCI function "0000:3b:00.0"; "" when not on PCI */
+	/* Path of the parent device relative to the sysfs root, e.g.
+	 * "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0"; "" when unknown. Its leading
+	 * components are the upstream bridges: used for PCIe-switch affinity. */
+	char dev_path[512];
+	unsigned vendor_id, device_id;      /* 0 when unknown */
+	char driver[DISC_NAME_MAX];         /* "mlx5_core", "bnxt_en", "irdma"; "" unknown */
+	int numa_node;                      /* -1 when unknown or garbage */
+	bool is_vf;
+	char pf_pci[DISC_PCI_MAX];          /* PF of a VF, "" otherwise */
+	char node_guid[DISC_ATTR_MAX];      /* "e8eb:d303:00dd:188f" or "" */
+	char fw_ver[DISC_ATTR_MAX];
+	char node_type[DISC_ATTR_MAX];      /* "1: CA" */
+	struct disc_port *ports;
+	size_t n_ports;
+	bool has_uverbs;                    /* usable through verbs only when true */
+	struct disc_chardev uverbs;
+};
+
+struct disc_node {
+	/* Sorted by PCI address, then name (devices without PCI address last). The
+	 * position is the "index" used by convenience names; it is not stable across
+	 * hotplug. */
+	struct disc_device *devices;
+	size_t n_devices;
+	bool has_rdma_cm;
+	struct disc_chardev rdma_cm;
+	/* Human-readable, one line each: "mlx5_4: no uverbs device, not usable through
+	 * verbs", "uverbs3: node /dev/infiniband/uverbs3 missing", garbage attributes... */
+	char **problems;
+	size_t n_problems;
+};
+
+struct disc_options {
+	const char *sysfs_root;  /* NULL = "/sys" */
+	const char *dev_root;    /* NULL = "/dev" */
+};
+
+/*
+ * Scans the sysfs tree. Returns 0 and a snapshot (possibly with zero devices when the
+ * tree has no class/infiniband), -ENOENT/-ENOTDIR when sysfs_root itself cannot be
+ * opened, -ENOMEM. Does not log.
+ */
+int disc_scan(const struct disc_options *opts, struct disc_node **ret_node);
+void disc_node_free(struct disc_node *node);
+
+/* A device goes into the CDI spec and to the kubelet only when it has a uverbs device. */
+bool disc_device_usable(const struct disc_device *dev);
+/* Healthy for the kubelet: usable, uverbs node present, at least one port ACTIVE. */
+bool disc_device_healthy(const struct disc_device *dev);
+size_t disc_node_count_usable(const struct disc_node *node);
+/* Looks a device up by RDMA name; NULL if absent. */
+const struct disc_device *disc_node_find(const struct disc_node *node, const char *name);
+
+/*
+ * The stable JSON form printed by `rdma-cdi discover --json` (documented in
+ * docs/discover-json.md). Returns NULL on OOM.
+ */
+cJSON *disc_node_to_json(const struct disc_node *node);

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * specs: device model -> CDI spec for rdma-cdi, and the spec files rdma-cdi owns.
+ *
+ * This is rdma-cdi's policy on top of the generic cdi/ module: which devices a node
+ * gets (one per usable RDMA device, by name and by index, plus "all"), which edits they
+ * carry (uverbs per device, umad/issm with --with-mad, rdma_cm and the memlock hook once
+ * per spec), and how the file is put in place without touching anything we did not
+ * write. `generate` and the bridge share it, so both always write the same spec.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "cdi.h"
+#include "discovery.h"
+
+#define SPEC_DEFAULT_KIND "rdma.example/hca"
+#define SPEC_DEFAULT_DIR "/etc/cdi"
+#define SPEC_DYNAMIC_DIR "/var/run/cdi"
+#define SPEC_HOOK_ARG0 "rdma-cdi-hook"  /* args[0] of our hook: marks specs we wrote */
+#define SPEC_ALL_DEVICE "all"
+
+struct spec_options {
+	const char *kind;       /* NULL = SPEC_DEFAULT_KIND */
+	const char *dev_root;   /* NULL = "/dev": hostPath prefix */
+	const char *hook_path;  /* NULL = the installed rdma-cdi-hook */
+	const char *memlock;    /* hook target, NULL = "unlimited" */
+	bool with_mad;          /* add umadN/issmN of every port */
+};
+
+/*
+ * Builds the spec for every usable device of node. Returns 0, -ENODEV when the node
+ * has no usable device, -EINVAL on an invalid kind, -ENOMEM. The tree is validated
+ * (cdi_spec_validate) before it is returned; cdiVersion is cdi_min_version().
+ */
+int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec);
+
+/* "rdma.example/hca" + "mlx5_0" -> "rdma.example/hca=mlx5_0" (malloc'd, NULL on OOM). */
+char *spec_qualified_name(const char *kind, const char *device);
+
+/* True when a parsed spec was written by rdma-cdi for this kind (kind matches and its
+ * spec-level hook has args[0] == SPEC_HOOK_ARG0). */
+bool spec_is_ours(const cJSON *spec, const char *kind);
+
+struct spec_write_options {
+	const char *spec_dir;   /* NULL = SPEC_DEFAULT_DIR; ignored with output */
+	const char *output;     /* write here instead ("-" = stdout); NULL = spec dir */
+	enum cdi_format format;
+};
+
+/*
+ * Formats and writes spec. Into the spec dir it goes as cdi_spec_file_name(kind,
+ * format), atomically, untouched when unchanged; a copy of ours in the other format
+ * (.json vs .yaml) in the same dir is removed so no device is defined twice there;
+ * files not ours are never modified or removed (-EEXIST when one is in the way).
+ * ret_path (optional) gets the path written; ret_changed whether bytes changed.
+ * Does not log.
+ */
+int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
+	       bool *ret_changed);
