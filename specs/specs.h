@@ -56,8 +56,10 @@ struct spec_write_options {
  * format), atomically, untouched when unchanged; a copy of ours in the other format
  * (.json vs .yaml) in the same dir is removed so no device is defined twice there;
  * files not ours are never modified or removed (-EEXIST when one is in the way).
- * ret_path (optional) gets the path written; ret_changed whether bytes changed.
+ * --output FILE is written atomically too; "-" writes to stdout.
+ * ret_path (optional) gets the path written; ret_changed (optional) whether the file's
+ * bytes changed. On failure a one-line reason naming the file goes into err.
  * Does not log.
  */
 int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
-	       bool *ret_changed);
+	       bool *ret_changed, char *err, size_t errlen);

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device model -> CDI spec tree.
+ *
+ * Layout of what we emit (cdi-facts.md): per-device edits carry that HCA's uverbs node
+ * (and umad/issm with --with-mad); spec-level edits carry what every RDMA container needs
+ * once: the rdma_cm node and the createRuntime hook that raises RLIMIT_MEMLOCK.
+ */
+#include <string.h>
+
+#include "config.h"
+#include "specs.h"
+
+#define CONTAINER_DEV_DIR "/dev/infiniband"
+
+char *spec_qualified_name(const char *kind, const char *device)
+{
+	return strdup_printf("%s=%s", kind, device);
+}
+
+/* Appends one deviceNodes entry for a char device, or returns -ENOMEM. */
+static int add_node(cJSON *nodes, const char *dev_root, const struct disc_chardev *cd)
+{
+	_cleanup_free_ char *path = NULL, *host = NULL;
+	cJSON *n;
+
+	path = strdup_printf(CONTAINER_DEV_DIR "/%s", cd->name);
+	host = strdup_printf("%s/infiniband/%s", dev_root, cd->name);
+	if (!path || !host)
+		return -ENOMEM;
+	n = cJSON_CreateObject();
+	if (!n || !cJSON_AddItemToArray(nodes, n))
+		return cJSON_Delete(n), -ENOMEM;
+	if (!cJSON_AddStringToObject(n, "path", path) ||
+	    !cJSON_AddStringToObject(n, "hostPath", host) ||
+	    !cJSON_AddStringToObject(n, "type", "c") ||
+	    !cJSON_AddNumberToObject(n, "major", cd->major) ||
+	    !cJSON_AddNumberToObject(n, "minor", cd->minor) ||
+	    /* No "m": a container has no business creating device nodes. */
+	    !cJSON_AddStringToObject(n, "permissions", "rw"))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The nodes one RDMA device brings into a container. */
+static int add_device_nodes(cJSON *nodes, const struct disc_device *dev,
+			    const struct spec_options *opts, const char *dev_root)
+{
+	int r = add_node(nodes, dev_root, &dev->uverbs);
+
+	if (r < 0 || !opts->with_mad)
+		return r;
+	for (size_t i = 0; i < dev->n_ports; i++) {
+		const struct disc_port *p = &dev->ports[i];
+
+		if (p->has_umad && (r = add_node(nodes, dev_root, &p->umad)) < 0)
+			return r;
+		if (p->has_issm && (r = add_node(nodes, dev_root, &p->issm)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static cJSON *new_device(cJSON *devices, const char *name)
+{
+	cJSON *d = cJSON_CreateObject(), *edits, *nodes;
+
+	if (!d || !cJSON_AddItemToArray(devices, d))
+		return cJSON_Delete(d), NULL;
+	if (!cJSON_AddStringToObject(d, "name", name))
+		return NULL;
+	edits = cJSON_AddObjectToObject(d, "containerEdits");
+	if (!edits)
+		return NULL;
+	nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
+	return nodes;
+}
+
+/*
+ * A kernel name that could be mistaken for one of our aliases ("all", an index) or that
+ * CDI rejects cannot become a device name.
+ */
+static bool rdma_name_is_cdi_safe(const char *name)
+{
+	if (!cdi_device_name_is_valid(name) || strcmp(name, SPEC_ALL_DEVICE) == 0)
+		return false;
+	return name[strspn(name, "0123456789")] != '\0';
+}
+
+static int add_spec_edits(cJSON *spec, const struct disc_node *node,
+			  const struct spec_options *opts, const char *dev_root)
+{
+	const char *hook = opts->hook_path ? opts->hook_path : RDMA_CDI_HOOK_PATH;
+	const char *memlock = opts->memlock ? opts->memlock : "unlimited";
+	_cleanup_free_ char *memlock_arg = strdup_printf("--memlock=%s", memlock);
+	cJSON *edits, *hooks, *h, *args;
+	int r;
+
+	if (!memlock_arg)
+		return -ENOMEM;
+	edits = cJSON_AddObjectToObject(spec, "containerEdits");
+	if (!edits)
+		return -ENOMEM;
+	if (node->has_rdma_cm) {
+		cJSON *nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
+
+		if (!nodes)
+			return -ENOMEM;
+		r = add_node(nodes, dev_root, &node->rdma_cm);
+		if (r < 0)
+			return r;
+	}
+	hooks = cJSON_AddArrayToObject(edits, "hooks");
+	h = cJSON_CreateObject();
+	if (!hooks || !h || !cJSON_AddItemToArray(hooks, h))
+		return cJSON_Delete(h), -ENOMEM;
+	/* createRuntime: the only hook stage whose pid is the container's init as seen from
+	 * the host with both runc and crun (cdi-facts.md). */
+	if (!cJSON_AddStringToObject(h, "hookName", "createRuntime") ||
+	    !cJSON_AddStringToObject(h, "path", hook))
+		return -ENOMEM;
+	args = cJSON_AddArrayToObject(h, "args");
+	if (!args || !cJSON_AddItemToArray(args, cJSON_CreateString(SPEC_HOOK_ARG0)) ||
+	    !cJSON_AddItemToArray(args, cJSON_CreateString(memlock_arg)))
+		return -ENOMEM;
+	return 0;
+}
+
+int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec)
+{
+	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
+	const char *dev_root = opts->dev_root ? opts->dev_root : "/dev";
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	cJSON *devices, *all_nodes, *version;
+	size_t index = 0;
+	char err[512];
+	int r;
+
+	if (!cdi_kind_is_valid(kind))
+		return -EINVAL;
+	if (dev_root[0] != '/')
+		return -EINVAL;
+
+	spec = cJSON_CreateObject();
+	if (!spec)
+		return -ENOMEM;
+	/* Placeholder: the version is computed from the finished tree below. */
+	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
+	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
+		return -ENOMEM;
+	devices = cJSON_AddArrayToObject(spec, "devices");
+	if (!devices)
+		return -ENOMEM;
+
+	for (size_t i = 0; i < node->n_devices; i++) {
+		const struct disc_device *dev = &node->devices[i];
+		char index_name[32];
+		cJSON *nodes;
+
+		if (!disc_device_usable(dev) || !rdma_name_is_cdi_safe(dev->name))
+			continue;
+		nodes = new_device(devices, dev->name);
+		if (!nodes)
+			return -ENOMEM;
+		r = add_device_nodes(nodes, dev, opts, dev_root);
+		if (r < 0)
+			return r;
+		/* The index alias: a convenience for podman users, not stable across hotplug. */
+		snprintf(index_name, sizeof(index_name), "%zu", index++);
+		nodes = new_device(devices, index_name);
+		if (!nodes)
+			return -ENOMEM;
+		r = add_device_nodes(nodes, dev, opts, dev_root);
+		if (r < 0)
+			return r;
+	}
+	if (index == 0)
+		return -ENODEV;
+
+	all_nodes = new_device(devices, SPEC_ALL_DEVICE);
+	if (!all_nodes)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices; i++) {
+		const struct disc_device *dev = &node->devices[i];
+
+		if (!disc_device_usable(dev) || !rdma_name_is_cdi_safe(dev->name))
+			continue;
+		r = add_device_nodes(all_nodes, dev, opts, dev_root);
+		if (r < 0)
+			return r;
+	}
+
+	r = add_spec_edits(spec, node, opts, dev_root);
+	if (r < 0)
+		return r;
+
+	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))
+		return -ENOMEM;
+	r = cdi_spec_validate(spec, err, sizeof(err));
+	if (r < 0)
+		return r;
+	*ret_spec = TAKE_PTR(spec);
+	return 0;
+}
+
+bool spec_is_ours(const cJSON *spec, const char *kind)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(spec, "kind");
+	const cJSON *edits = cJSON_GetObjectItemCaseSensitive(spec, "containerEdits");
+	const cJSON *hooks = cJSON_GetObjectItemCaseSensitive(edits, "hooks");
+	const cJSON *h;
+
+	if (!cJSON_IsString(k) || strcmp(k->valuestring, kind) != 0)
+		return false;
+	cJSON_ArrayForEach(h, hooks)
+	{
+		const cJSON *args = cJSON_GetObjectItemCaseSensitive(h, "args");
+		const cJSON *arg0 = cJSON_GetArrayItem(args, 0);
+
+		if (cJSON_IsString(arg0) && strcmp(arg0->valuestring, SPEC_HOOK_ARG0) == 0)
+			return true;
+	}
+	return false;
+}

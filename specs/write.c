@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Putting our spec file in place without touching anyone else's.
+ *
+ * A file is "ours" when it parses as a spec of our kind that carries our hook
+ * (spec_is_ours). We only ever replace or remove such files: the kind-named file in the
+ * other format is removed after the new one is in place, because the same device
+ * defined twice in one directory makes runtimes drop it.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "specs.h"
+
+enum owner { OWNER_ABSENT, OWNER_US, OWNER_OTHER };
+
+static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const char *kind,
+		      enum owner *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	char err[256];
+	size_t len;
+	int r;
+
+	r = read_full_file_at(dirfd, name, CDI_SPEC_MAX_BYTES, true, &buf, &len);
+	if (r == -ENOENT) {
+		*ret = OWNER_ABSENT;
+		return 0;
+	}
+	if (r == -ELOOP || r == -EBADFD || r == -EFBIG) {
+		/* A symlink, a directory, a device, a huge file: not something we wrote. */
+		*ret = OWNER_OTHER;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
+	*ret = r >= 0 && spec_is_ours(spec, kind) ? OWNER_US : OWNER_OTHER;
+	return 0;
+}
+
+static int split_path(const char *path, char **ret_dir, char **ret_base)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = NULL, *base = NULL;
+
+	if (!slash) {
+		dir = strdup(".");
+		base = strdup(path);
+	} else {
+		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+		base = strdup(slash + 1);
+	}
+	if (!dir || !base)
+		return -ENOMEM;
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return -EISDIR;
+	*ret_dir = TAKE_PTR(dir);
+	*ret_base = TAKE_PTR(base);
+	return 0;
+}
+
+static int write_output(const char *output, const char *buf, size_t len, char **ret_path,
+			bool *ret_changed, char *err, size_t errlen)
+{
+	_cleanup_free_ char *dir = NULL, *base = NULL, *path = NULL;
+	int r;
+
+	if (strcmp(output, "-") == 0) {
+		r = write_all(STDOUT_FILENO, buf, len);
+		if (r < 0) {
+			snprintf(err, errlen, "stdout: %s", strerror(-r));
+			return r;
+		}
+		path = strdup("-");
+		if (!path)
+			return -ENOMEM;
+		if (ret_changed)
+			*ret_changed = true;
+	} else {
+		r = split_path(output, &dir, &base);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: not a file name", output);
+			return r;
+		}
+		r = cdi_write_file_atomic(dir, base, buf, len);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: %s", output,
+				 r == -ELOOP    ? "is a symlink, refusing to follow it"
+				 : r == -EEXIST ? "exists and is not a regular file"
+						: strerror(-r));
+			return r;
+		}
+		path = strdup(output);
+		if (!path)
+			return -ENOMEM;
+		if (ret_changed)
+			*ret_changed = r == CDI_WRITE_UPDATED;
+	}
+	if (ret_path)
+		*ret_path = TAKE_PTR(path);
+	return 0;
+}
+
+int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
+	       bool *ret_changed, char *err, size_t errlen)
+{
+	const char *dir = opts->spec_dir ? opts->spec_dir : SPEC_DEFAULT_DIR;
+	enum cdi_format other_fmt =
+		opts->format == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON;
+	const cJSON *kind_item = cJSON_GetObjectItemCaseSensitive(spec, "kind");
+	_cleanup_free_ char *buf = NULL, *name = NULL, *other = NULL, *path = NULL;
+	_cleanup_close_ int dirfd = -1;
+	enum owner owner, other_owner = OWNER_ABSENT;
+	size_t len;
+	int r;
+
+	if (!cJSON_IsString(kind_item)) {
+		snprintf(err, errlen, "spec has no kind");
+		return -EINVAL;
+	}
+	r = cdi_spec_format(spec, opts->format, &buf, &len);
+	if (r < 0) {
+		snprintf(err, errlen, "formatting the spec: %s", strerror(-r));
+		return r;
+	}
+	if (opts->output)
+		return write_output(opts->output, buf, len, ret_path, ret_changed, err, errlen);
+
+	name = cdi_spec_file_name(kind_item->valuestring, opts->format);
+	other = cdi_spec_file_name(kind_item->valuestring, other_fmt);
+	path = strdup_printf("%s/%s", dir, name);
+	if (!name || !other || !path)
+		return -ENOMEM;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd >= 0) {
+		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, &owner);
+		if (r >= 0 && owner == OWNER_OTHER) {
+			snprintf(err, errlen,
+				 "%s exists and was not written by rdma-cdi, refusing to replace it",
+				 path);
+			return -EEXIST;
+		}
+		if (r >= 0)
+			r = file_owner(dirfd, other, other_fmt, kind_item->valuestring,
+				       &other_owner);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: %s", dir, strerror(-r));
+			return r;
+		}
+	} else if (errno != ENOENT) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", dir,
+			 r == -ELOOP ? "is a symlink, refusing to follow it" : strerror(-r));
+		return r;
+	}
+
+	r = cdi_write_file_atomic(dir, name, buf, len);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", path,
+			 r == -ELOOP    ? "is a symlink, refusing to follow it"
+			 : r == -EEXIST ? "exists and is not a regular file"
+					: strerror(-r));
+		return r;
+	}
+	if (ret_changed)
+		*ret_changed = r == CDI_WRITE_UPDATED;
+
+	if (other_owner == OWNER_US && unlinkat(dirfd, other, 0) < 0 && errno != ENOENT) {
+		r = -errno;
+		snprintf(err, errlen, "%s/%s: removing our copy in the other format: %s", dir,
+			 other, strerror(-r));
+		return r;
+	}
+	if (ret_path)
+		*ret_path = TAKE_PTR(path);
+	return 0;
+}
