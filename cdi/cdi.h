@@ -22,6 +22,9 @@ enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
 
 /* Spec files larger than this are refused when read. */
 #define CDI_SPEC_MAX_BYTES (64u * 1024 * 1024)
+/* Longest kind ("vendor/class") and device name accepted. */
+#define CDI_KIND_MAX 253
+#define CDI_DEVICE_NAME_MAX 253
 
 /* "vendor/class": both parts >= 2 chars of the CDI name rules; no dot in the class
  * (dots need 0.6.0, which Debian 12's podman rejects). */
@@ -51,6 +54,10 @@ int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret
 
 /* "rdma.example/hca" -> "rdma.example-hca.json" (malloc'd). */
 char *cdi_spec_file_name(const char *kind, enum cdi_format fmt);
+
+/* The format runtimes read a file name as: "*.json", "*.yaml"; -EINVAL otherwise
+ * (runtimes ignore "*.yml" and everything else). */
+int cdi_format_from_file_name(const char *name, enum cdi_format *ret_fmt);
 
 enum cdi_write_result { CDI_WRITE_UNCHANGED = 0, CDI_WRITE_UPDATED = 1 };
 
