@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The OCI state document a runtime writes to a hook's stdin:
+ *   {"ociVersion":"1.0.2","id":"..","status":"creating","pid":1234,"bundle":"..",
+ *    "annotations":{..}}
+ * Only "pid" matters to us; the rest is checked for type so that a document that is
+ * clearly something else is refused rather than half-used.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common.h"
+#include "hooks.h"
+
+DEFINE_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
+static int fail(int r, char *err, size_t err_size, const char *fmt, ...) _printf_(4, 5);
+static int fail(int r, char *err, size_t err_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, err_size, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static bool is_json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Keys we look at: each must appear at most once so no reader can see a different value. */
+static const char *const known_keys[] = { "ociVersion", "id", "status", "pid" };
+
+static int check_keys(const cJSON *root, char *err, size_t err_size)
+{
+	unsigned seen[ELEMENTSOF(known_keys)] = { 0 };
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, root)
+	{
+		for (size_t i = 0; i < ELEMENTSOF(known_keys); i++) {
+			if (!item->string || strcmp(item->string, known_keys[i]) != 0)
+				continue;
+			if (++seen[i] > 1)
+				return fail(-EBADMSG, err, err_size, "'%s' given more than once",
+					    known_keys[i]);
+			if (i < 3 && !cJSON_IsString(item))
+				return fail(-EBADMSG, err, err_size, "'%s' is not a string",
+					    known_keys[i]);
+		}
+	}
+	return 0;
+}
+
+static int parse_pid(const cJSON *item, pid_t *ret_pid, char *err, size_t err_size)
+{
+	double v;
+
+	if (!item)
+		return fail(-EBADMSG, err, err_size, "'pid' missing");
+	if (!cJSON_IsNumber(item))
+		return fail(-EBADMSG, err, err_size, "'pid' is not a number");
+	v = item->valuedouble;
+	/* cJSON turns 1e999 into inf; treat every non-finite value as out of range. */
+	if (!isfinite(v) || v > 1e15 || v < -1e15)
+		return fail(-EBADMSG, err, err_size, "'pid' out of range");
+	if (v != (double)(long long)v)
+		return fail(-EBADMSG, err, err_size, "'pid' is not an integer (%g)", v);
+	if (v <= 0)
+		return fail(-EBADMSG, err, err_size, "'pid' must be positive, got %.0f", v);
+	/* pid_t is 32 bits on Linux; the kernel caps pids at 2^22 anyway. */
+	if (v > (double)INT32_MAX)
+		return fail(-EBADMSG, err, err_size, "'pid' %.0f out of range", v);
+	*ret_pid = (pid_t)v;
+	return 0;
+}
+
+int hook_parse_state(const char *buf, size_t len, struct hook_state *ret_state, char *err,
+		     size_t err_size)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	struct hook_state st = { 0 };
+	const char *end = NULL;
+	const cJSON *id;
+	size_t i;
+	int r;
+
+	for (i = 0; i < len && is_json_space(buf[i]); i++)
+		;
+	if (i == len)
+		return fail(-EBADMSG, err, err_size, "empty, expected the OCI state JSON");
+	if (len > HOOK_STATE_MAX)
+		return fail(-EFBIG, err, err_size, "larger than %d bytes", HOOK_STATE_MAX);
+
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!root) {
+		size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+
+		return fail(-EBADMSG, err, err_size, "not valid JSON at byte %zu", off + 1);
+	}
+	/* cJSON stops after the first value; anything but whitespace behind it is garbage. */
+	for (i = (size_t)(end - buf); i < len && is_json_space(buf[i]); i++)
+		;
+	if (i < len)
+		return fail(-EBADMSG, err, err_size, "unexpected data after the JSON value at byte %zu",
+			    i + 1);
+	if (!cJSON_IsObject(root))
+		return fail(-EBADMSG, err, err_size, "OCI state is not a JSON object");
+
+	r = check_keys(root, err, err_size);
+	if (r < 0)
+		return r;
+	r = parse_pid(cJSON_GetObjectItemCaseSensitive(root, "pid"), &st.pid, err, err_size);
+	if (r < 0)
+		return r;
+
+	id = cJSON_GetObjectItemCaseSensitive(root, "id");
+	/* The id only decorates messages: drop it rather than print something hostile. */
+	if (id && name_is_safe(id->valuestring, HOOK_ID_MAX))
+		memcpy(st.id, id->valuestring, strlen(id->valuestring) + 1);
+
+	*ret_state = st;
+	return 0;
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rdma-cdi-hook: an OCI createRuntime hook, declared in the CDI spec rdma-cdi writes, that
+ * raises RLIMIT_MEMLOCK of the container's init process. CDI cannot grant CAP_IPC_LOCK or
+ * set rlimits, and RDMA memory registration fails when pinned memory exceeds
+ * RLIMIT_MEMLOCK without CAP_IPC_LOCK; a high enough limit removes the need for the
+ * capability. createRuntime is the only hook stage whose "pid" is the host pid of the
+ * container process with both runc and crun, and the process has not exec'd the
+ * workload yet, so everything it starts inherits the limit.
+ *
+ * Exit status: 0 done (or raised as far as the hard limit allows, without --strict);
+ * 1 bad OCI state on stdin or the pid is not a live process; 2 bad command line;
+ * 3 the kernel refused to set the limit, or --strict and the target was not reached.
+ * A non-zero status makes the runtime abort container creation.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <signal.h>
+
+#include "config.h"
+#include "common.h"
+#include "hooks.h"
+
+enum {
+	EXIT_STATE = 1,
+	EXIT_USAGE = 2,
+	EXIT_LIMIT = 3,
+};
+
+static void help(void)
+{
+	printf("Usage: rdma-cdi-hook [--memlock=unlimited|BYTES[K|M|G]] [--strict]\n"
+	       "\n"
+	       "OCI createRuntime hook: reads the OCI state JSON on stdin and raises\n"
+	       "RLIMIT_MEMLOCK of the container process (\"pid\") to the target. Limits are\n"
+	       "never lowered. Without CAP_SYS_RESOURCE the hard limit cannot be raised: the\n"
+	       "soft limit is then raised to the hard limit and a note is printed on stderr.\n"
+	       "\n"
+	       "  --memlock=LIMIT  target limit (default: unlimited)\n"
+	       "  --strict         fail instead of stopping at the hard limit\n"
+	       "  --help           show this help\n"
+	       "  --version        show the version\n"
+	       "\n"
+	       "Exit status: 0 success, 1 bad OCI state or pid not a live process,\n"
+	       "2 bad command line, 3 the limit could not be set (or --strict and the\n"
+	       "target was not reached).\n");
+}
+
+/*
+ * pidfd_open() needs no permission over the target and tells a dead pid (ESRCH) apart
+ * from one we may merely not signal; older kernels fall back to kill(pid, 0).
+ */
+static int pid_check_alive(pid_t pid)
+{
+	_cleanup_free_ char *stat = NULL;
+	char path[64];
+	const char *p;
+	long fd;
+
+	fd = syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0) {
+		close((int)fd);
+	} else if (errno == ENOSYS) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return -ESRCH;
+	} else {
+		return -errno;
+	}
+
+	/* A zombie still answers both checks (and prlimit), but will never run a workload. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_full_file_at(AT_FDCWD, path, 4096, true, &stat, NULL) < 0)
+		return 0;
+	p = strrchr(stat, ')');
+	if (p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X'))
+		return -ESRCH;
+	return 0;
+}
+
+static const char *describe(const struct hook_state *st, char *buf, size_t size)
+{
+	/* Runtimes use 64-char ids; the first 12 identify a container as `podman ps` does. */
+	if (st->id[0])
+		snprintf(buf, size, "container %.12s (pid %d)", st->id, (int)st->pid);
+	else
+		snprintf(buf, size, "pid %d", (int)st->pid);
+	return buf;
+}
+
+static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict)
+{
+	struct rlimit cur, want;
+	char who[64], t[32], h[32], s[32];
+
+	describe(st, who, sizeof(who));
+	hook_format_limit(target, t, sizeof(t));
+
+	if (prlimit(st->pid, RLIMIT_MEMLOCK, NULL, &cur) < 0) {
+		if (errno == ESRCH) {
+			log_error("%s is not a live process", who);
+			return EXIT_STATE;
+		}
+		log_error_errno(-errno, "%s: cannot read RLIMIT_MEMLOCK", who);
+		return EXIT_LIMIT;
+	}
+	hook_format_limit(cur.rlim_cur, s, sizeof(s));
+	hook_format_limit(cur.rlim_max, h, sizeof(h));
+
+	if (hook_memlock_plan(&cur, target, false, &want) == HOOK_PLAN_KEEP) {
+		log_debug("%s: RLIMIT_MEMLOCK %s already >= %s, leaving it", who, s, t);
+		return 0;
+	}
+	if (prlimit(st->pid, RLIMIT_MEMLOCK, &want, NULL) == 0) {
+		log_debug("%s: RLIMIT_MEMLOCK raised from %s to %s", who, s, t);
+		return 0;
+	}
+	if (errno == ESRCH) {
+		log_error("%s is not a live process", who);
+		return EXIT_STATE;
+	}
+	/* EPERM without a hard-limit raise means we may not touch the process at all. */
+	if (errno != EPERM || want.rlim_max <= cur.rlim_max) {
+		log_error_errno(-errno, "%s: cannot raise RLIMIT_MEMLOCK to %s", who, t);
+		return EXIT_LIMIT;
+	}
+	if (strict) {
+		log_error("%s: cannot raise RLIMIT_MEMLOCK to %s: hard limit is %s and raising it "
+			  "needs CAP_SYS_RESOURCE (--strict)",
+			  who, t, h);
+		return EXIT_LIMIT;
+	}
+
+	if (hook_memlock_plan(&cur, target, true, &want) == HOOK_PLAN_KEEP) {
+		log_warning("%s: RLIMIT_MEMLOCK stays at %s (the hard limit); %s needs "
+			    "CAP_SYS_RESOURCE",
+			    who, s, t);
+		return 0;
+	}
+	if (prlimit(st->pid, RLIMIT_MEMLOCK, &want, NULL) < 0) {
+		if (errno == ESRCH) {
+			log_error("%s is not a live process", who);
+			return EXIT_STATE;
+		}
+		log_error_errno(-errno, "%s: cannot raise RLIMIT_MEMLOCK to %s", who, h);
+		return EXIT_LIMIT;
+	}
+	log_warning("%s: RLIMIT_MEMLOCK raised from %s to %s (the hard limit); %s needs "
+		    "CAP_SYS_RESOURCE",
+		    who, s, h, t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "memlock", required_argument, NULL, 'm' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	_cleanup_free_ char *buf = NULL;
+	struct hook_state st;
+	rlim_t target = RLIM_INFINITY;
+	bool strict = false;
+	char err[256];
+	size_t len;
+	int c, r;
+
+	log_set_ident("rdma-cdi-hook");
+	/* getopt's own messages would be a second line; we print one ourselves. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+		switch (c) {
+		case 'm':
+			r = hook_parse_memlock(optarg, &target);
+			if (r < 0) {
+				log_error("--memlock: invalid value '%s' (expected unlimited or "
+					  "BYTES[K|M|G])",
+					  optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 's':
+			strict = true;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case 'V':
+			printf("rdma-cdi-hook %s\n", RDMA_CDI_VERSION);
+			return 0;
+		default:
+			log_error("unknown or incomplete option '%s' (see --help)",
+				  argv[optind - 1] ? argv[optind - 1] : "?");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		log_error("unexpected argument '%s' (the OCI state is read from stdin)",
+			  argv[optind]);
+		return EXIT_USAGE;
+	}
+
+	r = read_full_fd(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
+	if (r == -EFBIG) {
+		log_error("stdin: larger than %d bytes, not an OCI state", HOOK_STATE_MAX);
+		return EXIT_STATE;
+	}
+	if (r < 0) {
+		log_error_errno(r, "stdin: cannot read the OCI state");
+		return EXIT_STATE;
+	}
+	r = hook_parse_state(buf, len, &st, err, sizeof(err));
+	if (r < 0) {
+		log_error("stdin: %s", err);
+		return EXIT_STATE;
+	}
+
+	r = pid_check_alive(st.pid);
+	if (r == -ESRCH) {
+		log_error("pid %d is not a live process", (int)st.pid);
+		return EXIT_STATE;
+	}
+	if (r < 0) {
+		log_error_errno(r, "pid %d is not a usable process", (int)st.pid);
+		return EXIT_STATE;
+	}
+
+	return raise_memlock(&st, target, strict);
+}
