@@ -1,0 +1,483 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end: podman applies a spec written by `rdma-cdi generate`, with runc and crun.
+
+  test-podman-cdi.py --rdma-cdi BIN --hook BIN --probe BIN --mksysfs PY     (TAP on stdout)
+
+1. Builds the `dgx` fixture (mksysfs.py: mlx5_0..7 InfiniBand, uverbs0..7 = 231:192..199,
+   RoCE mlx5_8/9 = uverbs8/9, rdma_cm 10:57) and its device nodes (mknod) in a temp dir, and
+   runs `rdma-cdi generate` on it with --hook-path pointing at the built hook. A second spec
+   of kind rdma.example/nohook points its hook at a path that does not exist.
+2. For each runtime, re-runs itself as `--inner RUNTIME` under `unshare -m` (private mount
+   propagation): an overlay over /etc and a tmpfs over /run give podman an empty /etc/cdi and
+   /var/run/cdi the host never sees; the specs are copied in; crun additionally gets
+   /sys/fs/cgroup/unified unmounted (crun 1.8.1 refuses the hybrid cgroup layout).
+3. Starts containers from a busybox-static rootfs with every capability dropped, running
+   mlock-probe, and checks the device nodes, the soft RLIMIT_MEMLOCK and mlock(4 MiB).
+   podman is started with a soft RLIMIT_MEMLOCK of 64 KiB (the kernel default before 5.16,
+   hard limit untouched) so that the control container, which has no hook, cannot mlock
+   4 MiB; the hook raises the soft limit to the hard limit (unlimited needs
+   CAP_SYS_RESOURCE, which no process has on CI machines).
+Needs root. Missing tools or a runtime that cannot start containers FAIL, loudly.
+"""
+import argparse
+import glob
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+KIND = "rdma.example/hca"
+BROKEN_KIND = "rdma.example/nohook"
+MEMLOCK = resource.RLIMIT_MEMLOCK
+INF = resource.RLIM_INFINITY
+MIB = 1 << 20
+CONTROL_MEMLOCK = 64 << 10
+RUNTIMES = ("runc", "crun")
+# The dgx fixture: uverbsN is 231:192+N; index order is PCI-address order, in which the RoCE
+# function mlx5_8 (bus 0x5e) comes fifth, between mlx5_3 (0x3c) and mlx5_4 (0x9a).
+N_UVERBS = 10
+RDMA_CM = "c 10:57"
+PROBE_NODES = ["/dev/infiniband/uverbs%d" % n for n in range(N_UVERBS)] + \
+    ["/dev/infiniband/rdma_cm"]
+
+
+def uverbs_node(n):
+    return "c 231:%d" % (192 + n)
+
+
+# ---- outer: fixtures, specs, TAP ---------------------------------------------------------
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, desc, diag=""):
+        self.n += 1
+        desc = " ".join(desc.replace("#", " ").split())
+        print(("ok" if cond else "not ok") + " %d - %s" % (self.n, desc))
+        if not cond:
+            self.failed += 1
+            self.diag(diag)
+        sys.stdout.flush()
+
+    def diag(self, text):
+        for line in str(text or "").splitlines():
+            print("# " + line)
+        sys.stdout.flush()
+
+
+def bail(msg):
+    print("Bail out! " + msg)
+    sys.exit(1)
+
+
+def host_cdi_snapshot():
+    snap = {}
+    for d in ("/etc/cdi", "/var/run/cdi", "/run/cdi"):
+        snap[d] = sorted(os.listdir(d)) if os.path.isdir(d) else None
+    return snap
+
+
+def mounts_under(prefix):
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = unescape(line.split()[4])
+            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
+                out.append(mp)
+    return out
+
+
+def unescape(s):
+    # mountinfo escapes space, tab, newline and backslash as \ooo.
+    out, i = "", 0
+    while i < len(s):
+        if s[i] == "\\" and i + 3 < len(s) + 0 and s[i + 1:i + 4].isdigit():
+            out += chr(int(s[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out += s[i]
+            i += 1
+    return out
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def generate(a, work, spec_dir, hook_path, kind=None):
+    cmd = [a.rdma_cdi, "generate", "--sysfs-root", os.path.join(work, "sys"),
+           "--dev-root", os.path.join(work, "dev"), "--spec-dir", spec_dir,
+           "--hook-path", hook_path]
+    if kind:
+        cmd += ["--kind", kind]
+    os.makedirs(spec_dir, exist_ok=True)
+    return run(cmd, timeout=60)
+
+
+def find_hooks(spec):
+    hooks = list((spec.get("containerEdits") or {}).get("hooks") or [])
+    for d in spec.get("devices") or []:
+        hooks += (d.get("containerEdits") or {}).get("hooks") or []
+    return hooks
+
+
+def outer(a):
+    tap = Tap()
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root (mknod, mount namespaces, rootful podman)")
+        return 0
+    for tool in ("podman", "runc", "crun", "unshare", "mount", "umount"):
+        if not shutil.which(tool):
+            bail("%s not found: install podman runc crun (see README)" % tool)
+    if not os.path.isfile("/bin/busybox"):
+        bail("/bin/busybox not found: install busybox-static")
+    for f in (a.rdma_cdi, a.hook, a.probe, a.mksysfs):
+        if not os.path.isfile(f):
+            bail("%s does not exist" % f)
+
+    host_before = host_cdi_snapshot()
+    work = tempfile.mkdtemp(prefix="rdma-cdi-e2e-")
+    os.chmod(work, 0o755)
+    try:
+        return outer_in(a, tap, work, host_before)
+    finally:
+        left = mounts_under(work)
+        if left:
+            print("# not removing %s: still mounted: %s" % (work, " ".join(left)))
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def outer_in(a, tap, work, host_before):
+    py = sys.executable
+    sysroot, devroot = os.path.join(work, "sys"), os.path.join(work, "dev")
+    r = run([py, a.mksysfs, "build", "dgx", sysroot], timeout=120)
+    if r.returncode != 0:
+        bail("mksysfs build dgx failed: " + r.stderr.strip().replace("\n", " | "))
+    r = run([py, a.mksysfs, "mkdev", sysroot, devroot], timeout=60)
+    if r.returncode != 0:
+        bail("mksysfs mkdev failed: " + r.stderr.strip().replace("\n", " | "))
+
+    # The spec podman will use, exactly as a user would generate it.
+    spec_etc = os.path.join(work, "spec-etc")
+    r = generate(a, work, spec_etc, a.hook)
+    spec_file = os.path.join(spec_etc, "rdma.example-hca.json")
+    tap.ok(r.returncode == 0 and os.path.isfile(spec_file),
+           "rdma-cdi generate writes %s for the dgx fixture" % os.path.basename(spec_file),
+           "exit %d\n%s" % (r.returncode, r.stderr))
+    if not os.path.isfile(spec_file):
+        bail("no spec to test with")
+    with open(spec_file) as f:
+        spec = json.load(f)
+    hooks = find_hooks(spec)
+    tap.ok(len(hooks) == 1 and hooks[0].get("hookName") == "createRuntime"
+           and hooks[0].get("path") == a.hook
+           and os.path.basename((hooks[0].get("args") or [""])[0]) == "rdma-cdi-hook",
+           "the spec declares one createRuntime hook running the built rdma-cdi-hook",
+           json.dumps(hooks))
+
+    # Same devices, a different kind, and a hook that does not exist.
+    spec_run = os.path.join(work, "spec-run")
+    missing_hook = os.path.join(work, "no-such-dir", "rdma-cdi-hook")
+    r = generate(a, work, spec_run, missing_hook, kind=BROKEN_KIND)
+    broken = glob.glob(os.path.join(spec_run, "*.json"))
+    if r.returncode != 0 or len(broken) != 1:
+        # The generator may refuse a hook path that does not exist; edit a copy instead.
+        tap.diag("rdma-cdi generate refused --hook-path %s (exit %d); editing a copy"
+                 % (missing_hook, r.returncode))
+        b = json.loads(json.dumps(spec))
+        b["kind"] = BROKEN_KIND
+        for h in find_hooks(b):
+            h["path"] = missing_hook
+        os.makedirs(spec_run, exist_ok=True)
+        with open(os.path.join(spec_run, "rdma.example-nohook.json"), "w") as f:
+            json.dump(b, f)
+
+    # A busybox-static rootfs with the probe.
+    rootfs = os.path.join(work, "rootfs")
+    for d in ("bin", "dev", "proc", "sys", "etc", "tmp"):
+        os.makedirs(os.path.join(rootfs, d))
+    shutil.copy2("/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
+    os.symlink("busybox", os.path.join(rootfs, "bin", "sh"))
+    shutil.copy2(a.probe, os.path.join(rootfs, "probe"))
+    os.chmod(os.path.join(rootfs, "probe"), 0o755)
+
+    # Keep the host's containers.conf / storage.conf (default_ulimits, hooks, drivers) out.
+    with open(os.path.join(work, "containers.conf"), "w") as f:
+        f.write("[containers]\n[engine]\ncgroup_manager = \"cgroupfs\"\n"
+                "events_logger = \"file\"\n")
+    with open(os.path.join(work, "storage.conf"), "w") as f:
+        f.write("[storage]\ndriver = \"vfs\"\ngraphroot = \"%s/storage\"\nrunroot = \"%s/runroot\"\n"
+                % (work, work))
+
+    for rt in RUNTIMES:
+        results = os.path.join(work, "results-%s.jsonl" % rt)
+        cmd = ["unshare", "-m", "--propagation", "private", py, os.path.abspath(__file__),
+               "--inner", rt, "--work", work, "--rdma-cdi", a.rdma_cdi, "--hook", a.hook,
+               "--probe", a.probe, "--mksysfs", a.mksysfs]
+        try:
+            r = run(cmd, timeout=240)
+            rc, err = r.returncode, r.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, err = "timeout", str(e.stderr or "")
+        lines = []
+        if os.path.exists(results):
+            with open(results) as f:
+                lines = [json.loads(l) for l in f if l.strip()]
+        for res in lines:
+            if res["type"] == "note":
+                tap.diag("%s: %s" % (rt, res["msg"]))
+            elif res["type"] == "test":
+                tap.ok(res["ok"], "%s: %s" % (rt, res["desc"]), res.get("diag", ""))
+        tap.ok(rc == 0 and any(l["type"] == "done" for l in lines),
+               "%s: the podman run completed" % rt,
+               "inner exit %s\n%s" % (rc, err[-4000:]))
+
+    tap.ok(host_cdi_snapshot() == host_before,
+           "the host's /etc/cdi and /var/run/cdi are untouched",
+           "%s -> %s" % (host_before, host_cdi_snapshot()))
+    print("1..%d" % tap.n)
+    return 1 if tap.failed else 0
+
+
+# ---- inner: private mount namespace, podman ------------------------------------------------
+
+class Results:
+    def __init__(self, path):
+        self.f = open(path, "a")
+
+    def _w(self, obj):
+        self.f.write(json.dumps(obj) + "\n")
+        self.f.flush()
+
+    def ok(self, cond, desc, diag=""):
+        self._w({"type": "test", "ok": bool(cond), "desc": desc, "diag": diag})
+        return bool(cond)
+
+    def note(self, msg):
+        self._w({"type": "note", "msg": msg})
+
+    def done(self):
+        self._w({"type": "done"})
+
+
+def must(cmd):
+    r = run(cmd, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (" ".join(cmd), r.stderr.strip()))
+
+
+def private_dir_over(path, scratch):
+    """Gives `path` an empty tmpfs in this mount namespace, creating the mount point (via an
+    overlay over its parent) when the host has no such directory."""
+    if not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        # Mounts below the parent (e.g. /etc/hosts bind mounts in CI containers) would be
+        # hidden by the overlay: park them and put them back.
+        subs = [m for m in mounts_under(parent) if m != parent]
+        parked = []
+        for i, m in enumerate(subs):
+            tgt = os.path.join(scratch, "park-%d" % i)
+            if os.path.isdir(m):
+                os.mkdir(tgt)
+            else:
+                open(tgt, "w").close()
+            must(["mount", "--bind", m, tgt])
+            parked.append((tgt, m))
+        up, wk = os.path.join(scratch, "up"), os.path.join(scratch, "work")
+        os.mkdir(up)
+        os.mkdir(wk)
+        must(["mount", "-t", "overlay", "rdma-cdi-e2e", "-o",
+              "lowerdir=%s,upperdir=%s,workdir=%s" % (parent, up, wk), parent])
+        for tgt, m in parked:
+            if not os.path.exists(m):
+                if os.path.isdir(tgt):
+                    os.makedirs(m)
+                else:
+                    open(m, "w").close()
+            must(["mount", "--bind", tgt, m])
+        os.mkdir(path)
+    must(["mount", "-t", "tmpfs", "-o", "mode=0755", "rdma-cdi-e2e", path])
+
+
+def parse_probe(out):
+    p = {"nodes": {}, "dir": None, "soft": None, "hard": None, "capeff": None, "mlock": None}
+    for line in out.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "node" and len(f) >= 3:
+            p["nodes"][f[1]] = " ".join(f[2:])
+        elif f[0] == "dir" and len(f) >= 2:
+            p["dir"] = None if f[2:] == ["absent"] else f[2:]
+        elif f[0] in ("memlock_soft", "memlock_hard") and len(f) == 2:
+            v = INF if f[1] == "unlimited" else int(f[1]) if f[1].isdigit() else None
+            p["soft" if f[0] == "memlock_soft" else "hard"] = v
+        elif f[0] == "capeff" and len(f) == 2:
+            p["capeff"] = int(f[1], 16)
+        elif f[0] == "mlock":
+            p["mlock"] = " ".join(f[1:])
+    return p
+
+
+def fmt_limit(v):
+    return "unlimited" if v == INF else str(v)
+
+
+def inner(a):
+    rt, work = a.inner, a.work
+    res = Results(os.path.join(work, "results-%s.jsonl" % rt))
+
+    scratch = os.path.join(work, "ns-%s" % rt)
+    os.mkdir(scratch)
+    # Everything mounted here lives and dies with this private mount namespace.
+    must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-e2e", scratch])
+    private_dir_over("/etc/cdi", scratch)
+    # /run holds podman's and the runtimes' default state dirs too: a private tmpfs keeps
+    # all of it off the host. /var/run is a symlink to /run on Debian.
+    for d in ("/run", "/var/run"):
+        if not os.path.islink(d) and os.path.isdir(d) and not os.path.ismount(d + "/cdi"):
+            must(["mount", "-t", "tmpfs", "-o", "mode=0755", "rdma-cdi-e2e", d])
+    os.makedirs("/var/run/cdi", exist_ok=True)
+    res.ok(os.listdir("/etc/cdi") == [] and os.listdir("/var/run/cdi") == [],
+           "private, empty /etc/cdi and /var/run/cdi in the mount namespace")
+    shutil.copy(os.path.join(work, "spec-etc", "rdma.example-hca.json"), "/etc/cdi/")
+    for f in glob.glob(os.path.join(work, "spec-run", "*.json")):
+        shutil.copy(f, "/var/run/cdi/")
+
+    if rt == "crun" and "/sys/fs/cgroup/unified" in mounts_under("/sys/fs/cgroup/unified"):
+        must(["umount", "/sys/fs/cgroup/unified"])
+        res.note("unmounted /sys/fs/cgroup/unified in the private namespace "
+                 "(crun 1.8.1 refuses the hybrid cgroup v1 + v2 layout)")
+
+    soft, hard = resource.getrlimit(MEMLOCK)
+    if hard != INF and hard < 4 * MIB:
+        res.ok(False, "hard RLIMIT_MEMLOCK %d allows mlock of 4 MiB" % hard,
+               "the hook can raise the soft limit only up to the hard limit; raise the hard "
+               "RLIMIT_MEMLOCK of the test runner to at least 4 MiB")
+        res.done()
+        return 0
+    resource.setrlimit(MEMLOCK, (min(soft, CONTROL_MEMLOCK), hard))
+    res.note("podman runs with RLIMIT_MEMLOCK %s:%s (host %s:%s)"
+             % (fmt_limit(min(soft, CONTROL_MEMLOCK)), fmt_limit(hard), fmt_limit(soft),
+                fmt_limit(hard)))
+
+    env = dict(os.environ, CONTAINERS_CONF=os.path.join(work, "containers.conf"),
+               CONTAINERS_STORAGE_CONF=os.path.join(work, "storage.conf"))
+    base = ["podman", "--root", os.path.join(work, "storage"),
+            "--runroot", os.path.join(work, "runroot"),
+            "--tmpdir", os.path.join(work, "podman-tmp-%s" % rt),
+            "--runtime", rt, "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+
+    def podman(args, timeout=90):
+        try:
+            return run(base + args, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired as e:
+            return subprocess.CompletedProcess(e.cmd, "timeout", e.stdout or "",
+                                               "timed out: %s" % (e.stderr or ""))
+
+    def probe(devices):
+        args = ["run", "--rm", "--network", "none",
+                "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768",
+                "--cap-drop", "all"]
+        for d in devices:
+            args += ["--device", d]
+        args += ["--rootfs", os.path.join(work, "rootfs"), "/probe"] + PROBE_NODES
+        r = podman(args)
+        return r, parse_probe(r.stdout)
+
+    def show(r):
+        return "exit %s\ncmd: %s\nstdout:\n%s\nstderr:\n%s" % (
+            r.returncode, " ".join(r.args) if isinstance(r.args, list) else r.args,
+            r.stdout, r.stderr[-3000:])
+
+    # Control: no --device. Also proves the runtime can start containers at all.
+    r, p = probe([])
+    if not res.ok(r.returncode == 0 and p["mlock"] is not None,
+                  "%s starts a plain container (control)" % rt, show(r)):
+        res.note("%s CANNOT RUN CONTAINERS ON THIS MACHINE: %s"
+                 % (rt, r.stderr.strip().splitlines()[-1:] or ["(no message)"]))
+    else:
+        res.ok(p["dir"] is None and all(v == "absent" for v in p["nodes"].values()),
+               "control: no /dev/infiniband", show(r))
+        res.ok(p["soft"] is not None and p["soft"] < 4 * MIB and p["mlock"] != "ok"
+               and p["capeff"] == 0,
+               "control: soft RLIMIT_MEMLOCK %s < 4 MiB, mlock(4 MiB) fails (%s), CapEff 0"
+               % (fmt_limit(p["soft"]) if p["soft"] is not None else "?", p["mlock"]),
+               show(r))
+    control_soft = p["soft"]
+
+    cases = [
+        ("%s=mlx5_3" % KIND, [3], "by name"),
+        ("%s=0" % KIND, [0], "by index 0"),
+        ("%s=4" % KIND, [8], "by index 4 (PCI order: the RoCE mlx5_8)"),
+        ("%s=all" % KIND, list(range(N_UVERBS)), "all"),
+    ]
+    for dev, uverbs, what in cases:
+        r, p = probe([dev])
+        if not res.ok(r.returncode == 0 and p["mlock"] is not None,
+                      "--device %s (%s): container runs" % (dev, what), show(r)):
+            continue
+        want_dir = sorted(["rdma_cm"] + ["uverbs%d" % n for n in uverbs])
+        want_nodes = {"/dev/infiniband/uverbs%d" % n: (uverbs_node(n) if n in uverbs
+                                                       else "absent")
+                      for n in range(N_UVERBS)}
+        want_nodes["/dev/infiniband/rdma_cm"] = RDMA_CM
+        res.ok(p["dir"] == want_dir and p["nodes"] == want_nodes,
+               "--device %s: /dev/infiniband is exactly %s with the fixture's major:minor"
+               % (dev, " ".join("%s=%s" % (n, want_nodes["/dev/infiniband/" + n][2:])
+                                for n in want_dir)),
+               "got dir %s nodes %s\n%s" % (p["dir"], p["nodes"], show(r)))
+        soft, hard = p["soft"], p["hard"]
+        res.ok(soft is not None and soft >= 4 * MIB and (soft == hard or soft == INF)
+               and (control_soft is None or soft > control_soft),
+               "--device %s: the hook raised the soft RLIMIT_MEMLOCK to %s (hard %s)"
+               % (dev, fmt_limit(soft) if soft is not None else "?",
+                  fmt_limit(hard) if hard is not None else "?"), show(r))
+        res.ok(p["mlock"] == "ok" and p["capeff"] == 0,
+               "--device %s: mlock(4 MiB) succeeds with CapEff 0" % dev, show(r))
+
+    # The hook is really run: a spec whose hook does not exist stops the container.
+    r, p = probe(["%s=mlx5_3" % BROKEN_KIND])
+    res.note("missing hook -> %s" % (r.stderr.strip().splitlines()[-1:] or ["(no message)"])[0])
+    res.ok(r.returncode not in (0, "timeout") and p["mlock"] is None
+           and "no-such-dir/rdma-cdi-hook" in r.stderr,
+           "a spec whose hook path does not exist: podman refuses to start the container, "
+           "naming the hook", show(r))
+
+    podman(["rm", "--all", "--force", "--time", "0"])
+    r = podman(["ps", "--all", "--quiet"])
+    res.ok(r.returncode == 0 and r.stdout.strip() == "", "no container left behind", show(r))
+    res.done()
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rdma-cdi", required=True)
+    ap.add_argument("--hook", required=True)
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--mksysfs", required=True)
+    ap.add_argument("--inner", choices=RUNTIMES)
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    for k in ("rdma_cdi", "hook", "probe", "mksysfs"):
+        setattr(a, k, os.path.abspath(getattr(a, k)))
+    if a.inner:
+        try:
+            return inner(a)
+        except Exception:
+            traceback.print_exc()
+            return 1
+    return outer(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
