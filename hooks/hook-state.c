@@ -36,15 +36,14 @@ static bool is_json_space(char c)
 }
 
 /* Keys we look at: each must appear at most once so no reader can see a different value. */
-static const char *const known_keys[] = { "ociVersion", "id", "status", "pid" };
+static const char *const known_keys[] = {"ociVersion", "id", "status", "pid"};
 
 static int check_keys(const cJSON *root, char *err, size_t err_size)
 {
-	unsigned seen[ELEMENTSOF(known_keys)] = { 0 };
+	unsigned seen[ELEMENTSOF(known_keys)] = {0};
 	const cJSON *item;
 
-	cJSON_ArrayForEach(item, root)
-	{
+	cJSON_ArrayForEach (item, root) {
 		for (size_t i = 0; i < ELEMENTSOF(known_keys); i++) {
 			if (!item->string || strcmp(item->string, known_keys[i]) != 0)
 				continue;
@@ -86,7 +85,7 @@ int hook_parse_state(const char *buf, size_t len, struct hook_state *ret_state, 
 		     size_t err_size)
 {
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
-	struct hook_state st = { 0 };
+	struct hook_state st = {0};
 	const char *end = NULL;
 	const cJSON *id;
 	size_t i;
@@ -109,8 +108,8 @@ int hook_parse_state(const char *buf, size_t len, struct hook_state *ret_state, 
 	for (i = (size_t)(end - buf); i < len && is_json_space(buf[i]); i++)
 		;
 	if (i < len)
-		return fail(-EBADMSG, err, err_size, "unexpected data after the JSON value at byte %zu",
-			    i + 1);
+		return fail(-EBADMSG, err, err_size,
+			    "unexpected data after the JSON value at byte %zu", i + 1);
 	if (!cJSON_IsObject(root))
 		return fail(-EBADMSG, err, err_size, "OCI state is not a JSON object");
 

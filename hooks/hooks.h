@@ -44,8 +44,8 @@ int hook_parse_memlock(const char *s, rlim_t *ret);
 const char *hook_format_limit(rlim_t v, char *buf, size_t size);
 
 enum hook_plan {
-	HOOK_PLAN_KEEP,	    /* the soft limit already reaches the target: change nothing */
-	HOOK_PLAN_SET,	    /* set ret_new; needs no privilege unless it raises the hard limit */
+	HOOK_PLAN_KEEP, /* the soft limit already reaches the target: change nothing */
+	HOOK_PLAN_SET,	/* set ret_new; needs no privilege unless it raises the hard limit */
 };
 
 /*

@@ -158,11 +158,11 @@ static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "memlock", required_argument, NULL, 'm' },
-		{ "strict", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
+	    {"memlock", required_argument, NULL, 'm'},
+	    {"strict", no_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {},
 	};
 	_cleanup_free_ char *buf = NULL;
 	struct hook_state st;

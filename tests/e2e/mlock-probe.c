@@ -99,7 +99,8 @@ static void print_capeff(void)
 
 static void print_mlock(void)
 {
-	void *p = mmap(NULL, MLOCK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p =
+	    mmap(NULL, MLOCK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED) {
 		printf("mlock failed mmap-%s\n", strerrorname_np(errno));

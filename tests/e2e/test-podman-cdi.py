@@ -33,6 +33,7 @@ import traceback
 
 KIND = "rdma.example/hca"
 BROKEN_KIND = "rdma.example/nohook"
+ONEMEG_KIND = "rdma.example/memlock1m"
 MEMLOCK = resource.RLIMIT_MEMLOCK
 INF = resource.RLIM_INFINITY
 MIB = 1 << 20
@@ -77,9 +78,11 @@ def bail(msg):
     sys.exit(1)
 
 
-def host_cdi_snapshot():
+def host_snapshot():
+    """The host's CDI dirs and podman's default state dirs, which the test must not touch."""
     snap = {}
-    for d in ("/etc/cdi", "/var/run/cdi", "/run/cdi"):
+    for d in ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers",
+              "/run/containers", "/run/libpod"):
         snap[d] = sorted(os.listdir(d)) if os.path.isdir(d) else None
     return snap
 
@@ -98,7 +101,7 @@ def unescape(s):
     # mountinfo escapes space, tab, newline and backslash as \ooo.
     out, i = "", 0
     while i < len(s):
-        if s[i] == "\\" and i + 3 < len(s) + 0 and s[i + 1:i + 4].isdigit():
+        if s[i] == "\\" and i + 4 <= len(s) and s[i + 1:i + 4].isdigit():
             out += chr(int(s[i + 1:i + 4], 8))
             i += 4
         else:
@@ -111,12 +114,13 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def generate(a, work, spec_dir, hook_path, kind=None):
+def generate(a, work, spec_dir, hook_path, kind=None, extra=()):
     cmd = [a.rdma_cdi, "generate", "--sysfs-root", os.path.join(work, "sys"),
            "--dev-root", os.path.join(work, "dev"), "--spec-dir", spec_dir,
            "--hook-path", hook_path]
     if kind:
         cmd += ["--kind", kind]
+    cmd += list(extra)
     os.makedirs(spec_dir, exist_ok=True)
     return run(cmd, timeout=60)
 
@@ -142,8 +146,12 @@ def outer(a):
         if not os.path.isfile(f):
             bail("%s does not exist" % f)
 
-    host_before = host_cdi_snapshot()
-    work = tempfile.mkdtemp(prefix="rdma-cdi-e2e-")
+    host_before = host_snapshot()
+    tmp = os.path.realpath(tempfile.gettempdir())
+    # The inner run hides /run and /etc behind private mounts: keep the work dir elsewhere.
+    if any(tmp == d or tmp.startswith(d + "/") for d in ("/run", "/etc")):
+        tmp = "/var/tmp"
+    work = tempfile.mkdtemp(prefix="rdma-cdi-e2e-", dir=tmp)
     os.chmod(work, 0o755)
     try:
         return outer_in(a, tap, work, host_before)
@@ -187,8 +195,8 @@ def outer_in(a, tap, work, host_before):
     spec_run = os.path.join(work, "spec-run")
     missing_hook = os.path.join(work, "no-such-dir", "rdma-cdi-hook")
     r = generate(a, work, spec_run, missing_hook, kind=BROKEN_KIND)
-    broken = glob.glob(os.path.join(spec_run, "*.json"))
-    if r.returncode != 0 or len(broken) != 1:
+    broken = os.path.join(spec_run, "rdma.example-nohook.json")
+    if r.returncode != 0 or not os.path.isfile(broken):
         # The generator may refuse a hook path that does not exist; edit a copy instead.
         tap.diag("rdma-cdi generate refused --hook-path %s (exit %d); editing a copy"
                  % (missing_hook, r.returncode))
@@ -196,9 +204,14 @@ def outer_in(a, tap, work, host_before):
         b["kind"] = BROKEN_KIND
         for h in find_hooks(b):
             h["path"] = missing_hook
-        os.makedirs(spec_run, exist_ok=True)
-        with open(os.path.join(spec_run, "rdma.example-nohook.json"), "w") as f:
+        with open(broken, "w") as f:
             json.dump(b, f)
+    # A finite target below the hard limit: the hook sets it exactly, no privilege needed.
+    r = generate(a, work, spec_run, a.hook, kind=ONEMEG_KIND, extra=["--memlock", "1M"])
+    tap.ok(r.returncode == 0 and os.path.isfile(os.path.join(spec_run,
+                                                             "rdma.example-memlock1m.json")),
+           "rdma-cdi generate --memlock 1M --kind %s" % ONEMEG_KIND,
+           "exit %d\n%s" % (r.returncode, r.stderr))
 
     # A busybox-static rootfs with the probe.
     rootfs = os.path.join(work, "rootfs")
@@ -240,9 +253,9 @@ def outer_in(a, tap, work, host_before):
                "%s: the podman run completed" % rt,
                "inner exit %s\n%s" % (rc, err[-4000:]))
 
-    tap.ok(host_cdi_snapshot() == host_before,
-           "the host's /etc/cdi and /var/run/cdi are untouched",
-           "%s -> %s" % (host_before, host_cdi_snapshot()))
+    tap.ok(host_snapshot() == host_before,
+           "the host's /etc/cdi, /var/run/cdi and podman state dirs are untouched",
+           "%s -> %s" % (host_before, host_snapshot()))
     print("1..%d" % tap.n)
     return 1 if tap.failed else 0
 
@@ -343,7 +356,7 @@ def inner(a):
     # /run holds podman's and the runtimes' default state dirs too: a private tmpfs keeps
     # all of it off the host. /var/run is a symlink to /run on Debian.
     for d in ("/run", "/var/run"):
-        if not os.path.islink(d) and os.path.isdir(d) and not os.path.ismount(d + "/cdi"):
+        if not os.path.islink(d) and os.path.isdir(d):
             must(["mount", "-t", "tmpfs", "-o", "mode=0755", "rdma-cdi-e2e", d])
     os.makedirs("/var/run/cdi", exist_ok=True)
     res.ok(os.listdir("/etc/cdi") == [] and os.listdir("/var/run/cdi") == [],
@@ -412,7 +425,7 @@ def inner(a):
                "control: soft RLIMIT_MEMLOCK %s < 4 MiB, mlock(4 MiB) fails (%s), CapEff 0"
                % (fmt_limit(p["soft"]) if p["soft"] is not None else "?", p["mlock"]),
                show(r))
-    control_soft = p["soft"]
+    control_soft, control_hard = p["soft"], p["hard"]
 
     cases = [
         ("%s=mlx5_3" % KIND, [3], "by name"),
@@ -443,6 +456,15 @@ def inner(a):
                   fmt_limit(hard) if hard is not None else "?"), show(r))
         res.ok(p["mlock"] == "ok" and p["capeff"] == 0,
                "--device %s: mlock(4 MiB) succeeds with CapEff 0" % dev, show(r))
+
+    # The spec's hook arguments reach the hook: --memlock 1M gives exactly 1 MiB, the hard
+    # limit stays where it was, and 4 MiB no longer fit.
+    r, p = probe(["%s=mlx5_3" % ONEMEG_KIND])
+    res.ok(r.returncode == 0 and p["soft"] == MIB and p["hard"] == control_hard
+           and p["mlock"] not in (None, "ok")
+           and p["dir"] == ["rdma_cm", "uverbs3"],
+           "--device %s=mlx5_3 (hook --memlock=1M): soft RLIMIT_MEMLOCK exactly 1048576, hard "
+           "limit kept, mlock(4 MiB) fails" % ONEMEG_KIND, show(r))
 
     # The hook is really run: a spec whose hook does not exist stops the container.
     r, p = probe(["%s=mlx5_3" % BROKEN_KIND])

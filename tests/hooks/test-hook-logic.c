@@ -34,7 +34,7 @@ static void ok(bool cond, const char *fmt, ...)
 /* Parses s; on failure checks that the message contains want_err. */
 static void state_bad(const char *s, size_t len, const char *want_err)
 {
-	struct hook_state st = { .pid = -42 };
+	struct hook_state st = {.pid = -42};
 	char err[256] = "";
 	int r;
 
@@ -51,25 +51,25 @@ static void state_good(const char *s, pid_t want_pid, const char *want_id)
 
 	r = hook_parse_state(s, strlen(s), &st, err, sizeof(err));
 	ok(r == 0 && st.pid == want_pid && strcmp(st.id, want_id) == 0,
-	   "state %.60s -> pid %d id '%s' (got r=%d pid %d id '%s' err \"%s\")", s,
-	   (int)want_pid, want_id, r, r == 0 ? (int)st.pid : 0, r == 0 ? st.id : "", err);
+	   "state %.60s -> pid %d id '%s' (got r=%d pid %d id '%s' err \"%s\")", s, (int)want_pid,
+	   want_id, r, r == 0 ? (int)st.pid : 0, r == 0 ? st.id : "", err);
 }
 
 static void test_state(void)
 {
-	static const char runc[] = "{\"ociVersion\":\"1.0.2\",\"id\":\"abc\",\"status\":\"creating\","
-				   "\"pid\":4242,\"bundle\":\"/x\",\"annotations\":{}}";
+	static const char runc[] =
+	    "{\"ociVersion\":\"1.0.2\",\"id\":\"abc\",\"status\":\"creating\","
+	    "\"pid\":4242,\"bundle\":\"/x\",\"annotations\":{}}";
 	static const char crun[] =
-		"{\n  \"ociVersion\": \"1.0.0\",\n  \"id\": "
-		"\"9f3c1d2e4b5a69788796a5b4c3d2e1f09f3c1d2e4b5a69788796a5b4c3d2e1f0\",\n"
-		"  \"status\": \"created\",\n  \"pid\": 77,\n  \"bundle\": \"/run/b\",\n"
-		"  \"annotations\": {\"io.podman.annotations.autoremove\": \"TRUE\"}\n}\n";
+	    "{\n  \"ociVersion\": \"1.0.0\",\n  \"id\": "
+	    "\"9f3c1d2e4b5a69788796a5b4c3d2e1f09f3c1d2e4b5a69788796a5b4c3d2e1f0\",\n"
+	    "  \"status\": \"created\",\n  \"pid\": 77,\n  \"bundle\": \"/run/b\",\n"
+	    "  \"annotations\": {\"io.podman.annotations.autoremove\": \"TRUE\"}\n}\n";
 	char *huge;
 	size_t huge_len = HOOK_STATE_MAX + 10;
 
 	state_good(runc, 4242, "abc");
-	state_good(crun, 77,
-		   "9f3c1d2e4b5a69788796a5b4c3d2e1f09f3c1d2e4b5a69788796a5b4c3d2e1f0");
+	state_good(crun, 77, "9f3c1d2e4b5a69788796a5b4c3d2e1f09f3c1d2e4b5a69788796a5b4c3d2e1f0");
 	state_good("{\"pid\":1}", 1, "");
 	state_good("  {\"pid\":2147483647}\n\n", INT32_MAX, "");
 	state_good("{\"pid\":12.0}", 12, "");
@@ -118,8 +118,8 @@ static void memlock_good(const char *s, rlim_t want)
 	rlim_t v = 0;
 	int r = hook_parse_memlock(s, &v);
 
-	ok(r == 0 && v == want, "--memlock=%s -> %llu (got r=%d %llu)", s,
-	   (unsigned long long)want, r, (unsigned long long)v);
+	ok(r == 0 && v == want, "--memlock=%s -> %llu (got r=%d %llu)", s, (unsigned long long)want,
+	   r, (unsigned long long)v);
 }
 
 static void memlock_bad(const char *s, int want_r)
@@ -163,7 +163,7 @@ static void test_memlock(void)
 static void plan(rlim_t soft, rlim_t hard, rlim_t target, bool fallback, enum hook_plan want,
 		 rlim_t want_soft, rlim_t want_hard)
 {
-	struct rlimit cur = { soft, hard }, n = { 1, 1 };
+	struct rlimit cur = {soft, hard}, n = {1, 1};
 	enum hook_plan p = hook_memlock_plan(&cur, target, fallback, &n);
 	char a[32], b[32], c[32], d[32], e[32];
 
