@@ -16,6 +16,9 @@
 #define BRIDGE_DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define BRIDGE_DEFAULT_RESOURCE "rdma.example/hca"
 #define BRIDGE_SOCKET_NAME "rdma-cdi.sock"
+#define BRIDGE_KUBELET_SOCKET "kubelet.sock"
+#define BRIDGE_DEFAULT_RESCAN_SEC 60
+#define BRIDGE_SHARED_MAX 1000
 
 enum bridge_strategy {
 	BRIDGE_STRATEGY_CDI_CRI = 1 << 0,          /* ContainerAllocateResponse.cdi_devices */
@@ -27,10 +30,14 @@ struct bridge_options {
 	const char *plugin_dir;       /* NULL = BRIDGE_DEFAULT_PLUGIN_DIR */
 	const char *resource;         /* NULL = BRIDGE_DEFAULT_RESOURCE */
 	unsigned strategies;          /* 0 = CDI_CRI | CDI_ANNOTATIONS */
-	unsigned shared;              /* 0 or 1 = exclusive; N > 1 = N IDs per HCA */
+	unsigned shared;              /* 0 or 1 = exclusive; N > 1 = N IDs per HCA (max
+	                                 BRIDGE_SHARED_MAX) */
 	struct disc_options disc;
 	struct spec_options spec;
 	const char *spec_dir;         /* NULL = SPEC_DEFAULT_DIR */
+	/* Health/hotplug rescan period in seconds: 0 = BRIDGE_DEFAULT_RESCAN_SEC, < 0 = only
+	 * on SIGHUP. A rescan that changes nothing sends nothing. */
+	int rescan_interval;
 };
 
 /* Parses "cdi-cri,cdi-annotations,device-specs" into a mask; -EINVAL naming nothing. */
@@ -40,6 +47,11 @@ int bridge_parse_strategies(const char *s, unsigned *ret_mask);
 bool bridge_resource_name_is_valid(const char *name);
 
 /*
+ * Device IDs: the PCI address of the function ("0000:3b:00.0"); "<pci>-<rdma-name>" for
+ * every device of a function that carries several usable RDMA devices; the RDMA name
+ * without PCI address; with shared N > 1 each of those plus "-s<k>", k = 0..N-1.
+ * Topology: the function's NUMA node (none when unknown). Health: disc_device_healthy().
+ *
  * Runs the device plugin until SIGTERM/SIGINT. Returns 0 on a clean stop, -errno when
  * it cannot start (socket dir unusable, first scan fails). Logs one line per event.
  */

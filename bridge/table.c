@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The device table: discovery snapshot -> kubelet device IDs, and the ListAndWatch list.
+ * The ID rule is documented in bridge-internal.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bridge-internal.h"
+
+uint64_t dp_hash64(const void *p, size_t len, uint64_t h)
+{
+	const unsigned char *c = p;
+
+	/* FNV-1a: tiny, deterministic across hosts and releases. */
+	for (size_t i = 0; i < len; i++) {
+		h ^= c[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+const char *dp_sanitize(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (size == 0)
+		return "";
+	for (; s && *s && n + 1 < size && n < 64; s++)
+		buf[n++] = (*s >= 0x20 && *s < 0x7f && *s != '"' && *s != '\\') ? *s : '?';
+	if (s && *s && n >= 3)
+		memcpy(buf + n - 3, "...", 3);
+	buf[n] = '\0';
+	return buf;
+}
+
+static void hca_clear(struct dp_hca *h)
+{
+	free(h->name);
+	free(h->qualified);
+	free(h->pci);
+	for (size_t i = 0; i < h->n_nodes; i++)
+		free(h->nodes[i]);
+	free(h->nodes);
+}
+
+void dp_table_free(struct dp_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n_hcas; i++)
+		hca_clear(&t->hcas[i]);
+	free(t->hcas);
+	free(t->ids);
+	free(t->by_id);
+	free(t->dev_root);
+	free(t);
+}
+
+/* Splits "devices/pci0000:5d/0000:5d:00.0/..." into hashes of its leading prefixes. */
+static void hash_path(const char *path, struct dp_hca *h)
+{
+	uint64_t hash = DP_HASH_INIT;
+	const char *p = path;
+
+	h->depth = 0;
+	while (*p && h->depth < DP_PATH_DEPTH_MAX) {
+		size_t len = strcspn(p, "/");
+
+		if (len > 0) {
+			/* The separator goes into the hash so "a/bc" and "ab/c" differ. */
+			hash = dp_hash64(p, len, hash);
+			hash = dp_hash64("/", 1, hash);
+			h->prefix[h->depth++] = hash;
+		}
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+}
+
+static int add_node_name(struct dp_hca *h, const char *name)
+{
+	char **n = realloc(h->nodes, (h->n_nodes + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	h->nodes = n;
+	n[h->n_nodes] = strdup(name);
+	if (!n[h->n_nodes])
+		return -ENOMEM;
+	h->n_nodes++;
+	return 0;
+}
+
+static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char *kind,
+		    bool with_mad)
+{
+	int r;
+
+	h->name = strdup(dev->name);
+	h->qualified = spec_qualified_name(kind, dev->name);
+	h->pci = strdup(dev->pci);
+	if (!h->name || !h->qualified || !h->pci)
+		return -ENOMEM;
+	h->numa_node = dev->numa_node < 0 ? -1 : dev->numa_node;
+	h->healthy = disc_device_healthy(dev);
+	hash_path(dev->dev_path, h);
+	r = add_node_name(h, dev->uverbs.name);
+	if (r < 0 || !with_mad)
+		return r;
+	for (size_t i = 0; i < dev->n_ports; i++) {
+		const struct disc_port *p = &dev->ports[i];
+
+		if (p->has_umad && (r = add_node_name(h, p->umad.name)) < 0)
+			return r;
+		if (p->has_issm && (r = add_node_name(h, p->issm.name)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool name_in(const char **names, size_t n, const char *name)
+{
+	return bsearch(&name, names, n, sizeof(*names), cmp_str) != NULL;
+}
+
+/* Sorted array of the device names a spec defines (pointers into the spec). */
+static int spec_names(const cJSON *spec, const char ***ret, size_t *ret_n)
+{
+	const cJSON *devices = cJSON_GetObjectItemCaseSensitive(spec, "devices"), *d;
+	size_t n = 0, cap = (size_t)cJSON_GetArraySize(devices);
+	const char **names = calloc(cap ? cap : 1, sizeof(*names));
+
+	if (!names)
+		return -ENOMEM;
+	cJSON_ArrayForEach(d, devices)
+	{
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
+
+		if (cJSON_IsString(name) && n < cap)
+			names[n++] = name->valuestring;
+	}
+	qsort(names, n, sizeof(*names), cmp_str);
+	*ret = names;
+	*ret_n = n;
+	return 0;
+}
+
+/* Writes the base ID of dev (before any "-s<k>"), leaving room for suffix_len chars. */
+static void base_id(const struct disc_device *dev, bool shares_function, size_t suffix_len,
+		    char buf[static DP_ID_MAX + 1])
+{
+	size_t room = DP_ID_MAX - suffix_len;
+	int n;
+
+	if (dev->pci[0] == '\0')
+		n = snprintf(buf, DP_ID_MAX + 1, "%s", dev->name);
+	else if (!shares_function)
+		n = snprintf(buf, DP_ID_MAX + 1, "%s", dev->pci);
+	else
+		n = snprintf(buf, DP_ID_MAX + 1, "%s-%s", dev->pci, dev->name);
+	if (n >= 0 && (size_t)n <= room)
+		return;
+	/* Too long with the suffix: a hash keeps it unique and deterministic. */
+	snprintf(buf, DP_ID_MAX + 1, "%.*s%sx%08x", (int)(room > 16 ? room - 16 : 0),
+		 dev->pci[0] ? dev->pci : "", dev->pci[0] ? "-" : "",
+		 (unsigned)dp_hash64(dev->name, strlen(dev->name), DP_HASH_INIT));
+}
+
+static int cmp_id(const void *a, const void *b, void *userdata)
+{
+	const struct dp_id *ids = userdata;
+
+	return strcmp(ids[*(const size_t *)a].id, ids[*(const size_t *)b].id);
+}
+
+static void index_ids(struct dp_table *t)
+{
+	for (size_t i = 0; i < t->n_ids; i++)
+		t->by_id[i] = i;
+	qsort_r(t->by_id, t->n_ids, sizeof(*t->by_id), cmp_id, t->ids);
+}
+
+/* True when another usable device we advertise sits on the same PCI function. */
+static bool shares_function(const struct disc_node *node, size_t i, const char **names,
+			    size_t n_names, bool filter)
+{
+	const char *pci = node->devices[i].pci;
+
+	if (pci[0] == '\0')
+		return false;
+	/* Devices are sorted by PCI address: siblings are adjacent. */
+	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
+		if (disc_device_usable(&node->devices[j]) &&
+		    (!filter || name_in(names, n_names, node->devices[j].name)))
+			return true;
+	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
+		if (disc_device_usable(&node->devices[j]) &&
+		    (!filter || name_in(names, n_names, node->devices[j].name)))
+			return true;
+	return false;
+}
+
+long dp_table_find(const struct dp_table *t, const char *id)
+{
+	size_t lo = 0, hi = t->n_ids;
+
+	/* Hand-rolled bsearch: no global state, so lookups may run on any thread. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(id, t->ids[t->by_id[mid]].id);
+
+		if (c == 0)
+			return (long)t->by_id[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+int dp_table_build(const struct disc_node *node, const cJSON *spec,
+		   const struct dp_table_options *opts, struct dp_table **ret_table)
+{
+	_cleanup_(dp_table_freep) struct dp_table *t = NULL;
+	_cleanup_free_ const char **names = NULL;
+	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
+	unsigned replicas = opts->shared > 1 ? opts->shared : 1;
+	size_t n_names = 0, suffix_len = 0, n = 0;
+	_cleanup_free_ bool *drop = NULL;
+	int r;
+
+	if (opts->shared > DP_SHARED_MAX)
+		return -EINVAL;
+	if (replicas > 1)
+		suffix_len = (size_t)snprintf(NULL, 0, "-s%u", replicas - 1);
+	if (spec) {
+		r = spec_names(spec, &names, &n_names);
+		if (r < 0)
+			return r;
+	}
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->dev_root = strdup(opts->dev_root ? opts->dev_root : "/dev");
+	if (!t->dev_root)
+		return -ENOMEM;
+	t->has_rdma_cm = node->has_rdma_cm;
+	t->strategies = opts->strategies ? opts->strategies
+					 : BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS;
+	t->hcas = calloc(node->n_devices ? node->n_devices : 1, sizeof(*t->hcas));
+	t->ids = calloc(node->n_devices ? node->n_devices * replicas : 1, sizeof(*t->ids));
+	if (!t->hcas || !t->ids)
+		return -ENOMEM;
+
+	for (size_t i = 0; i < node->n_devices; i++) {
+		const struct disc_device *dev = &node->devices[i];
+		char base[DP_ID_MAX + 1];
+
+		if (!disc_device_usable(dev) || (spec && !name_in(names, n_names, dev->name)))
+			continue;
+		base_id(dev, shares_function(node, i, names, n_names, spec != NULL), suffix_len, base);
+
+		r = hca_init(&t->hcas[t->n_hcas], dev, kind, opts->with_mad);
+		if (r < 0) {
+			t->n_hcas++; /* so the partially filled entry is freed */
+			return r;
+		}
+		for (unsigned k = 0; k < replicas; k++) {
+			struct dp_id *id = &t->ids[n++];
+
+			size_t bl = strlen(base);
+
+			/* base_id() left room for the suffix. */
+			memcpy(id->id, base, bl + 1);
+			if (replicas > 1)
+				snprintf(id->id + bl, sizeof(id->id) - bl, "-s%u", k);
+			id->hca = t->n_hcas;
+		}
+		t->n_hcas++;
+	}
+	t->n_ids = n;
+
+	t->by_id = calloc(n ? n : 1, sizeof(*t->by_id));
+	if (!t->by_id)
+		return -ENOMEM;
+	index_ids(t);
+
+	/* A collision can only come from hostile names (an RDMA name that looks like a PCI
+	 * address): leave the later device out rather than advertise an ambiguous ID.
+	 * Dropping IDs cannot create new collisions, so one pass suffices. */
+	drop = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*drop));
+	if (!drop)
+		return -ENOMEM;
+	for (size_t i = 1; i < n; i++) {
+		const struct dp_id *a = &t->ids[t->by_id[i - 1]], *b = &t->ids[t->by_id[i]];
+
+		if (strcmp(a->id, b->id) == 0 && a->hca != b->hca)
+			drop[a->hca > b->hca ? a->hca : b->hca] = true;
+	}
+	for (size_t j = 0; j < t->n_hcas; j++)
+		t->n_skipped += drop[j];
+	if (t->n_skipped > 0) {
+		size_t w = 0;
+
+		for (size_t j = 0; j < t->n_ids; j++)
+			if (!drop[t->ids[j].hca])
+				t->ids[w++] = t->ids[j];
+		t->n_ids = w;
+		index_ids(t);
+	}
+
+	*ret_table = TAKE_PTR(t);
+	return 0;
+}
+
+int dp_list_response(const struct dp_table *t, V1beta1__ListAndWatchResponse **ret)
+{
+	V1beta1__ListAndWatchResponse *resp = malloc(sizeof(*resp));
+	int r = -ENOMEM;
+
+	if (!resp)
+		return -ENOMEM;
+	v1beta1__list_and_watch_response__init(resp);
+	resp->devices = calloc(t->n_ids ? t->n_ids : 1, sizeof(*resp->devices));
+	if (!resp->devices)
+		goto fail;
+	for (size_t i = 0; i < t->n_ids; i++) {
+		const struct dp_hca *h = &t->hcas[t->ids[i].hca];
+		V1beta1__Device *d = malloc(sizeof(*d));
+
+		if (!d)
+			goto fail;
+		v1beta1__device__init(d);
+		resp->devices[resp->n_devices++] = d;
+		d->id = strdup(t->ids[i].id);
+		d->health = strdup(h->healthy ? "Healthy" : "Unhealthy");
+		if (!d->id || !d->health)
+			goto fail;
+		/* No topology at all when the NUMA node is unknown: "no preference". */
+		if (h->numa_node < 0)
+			continue;
+		d->topology = malloc(sizeof(*d->topology));
+		if (!d->topology)
+			goto fail;
+		v1beta1__topology_info__init(d->topology);
+		d->topology->nodes = malloc(sizeof(*d->topology->nodes));
+		if (!d->topology->nodes)
+			goto fail;
+		d->topology->nodes[0] = malloc(sizeof(**d->topology->nodes));
+		if (!d->topology->nodes[0])
+			goto fail;
+		v1beta1__numanode__init(d->topology->nodes[0]);
+		d->topology->n_nodes = 1;
+		d->topology->nodes[0]->id = h->numa_node;
+	}
+	*ret = resp;
+	return 0;
+fail:
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return r;
+}
