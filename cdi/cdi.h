@@ -90,6 +90,12 @@ struct cdi_listing {
 	char **conflicts;
 	size_t n_conflicts;
 };
-/* Missing directories are skipped; unreadable files become entries with error set. */
+/*
+ * Missing directories are skipped; unreadable or invalid files become entries with
+ * error set (one line, naming the cause), kind NULL and no names. A directory that
+ * exists but cannot be read gives one entry with file "" and error set. Returns
+ * -ENOMEM (or -EINVAL for bad arguments) only; *ret is freed with cdi_listing_free().
+ * Does not log.
+ */
 int cdi_list_dirs(const char *const *dirs, size_t n_dirs, struct cdi_listing **ret);
 void cdi_listing_free(struct cdi_listing *l);

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reading spec directories the way the runtimes do: regular *.json and *.yaml files
+ * (a symlink counts when it points at a regular file), no subdirectories, file names in
+ * lexical order; and finding the devices that one directory defines twice, which the
+ * runtimes then refuse to resolve at all.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cdi-internal.h"
+
+static void entry_done(struct cdi_list_entry *e)
+{
+	free(e->dir);
+	free(e->file);
+	free(e->kind);
+	for (size_t i = 0; i < e->n_names; i++)
+		free(e->names[i]);
+	free(e->names);
+	free(e->error);
+}
+
+void cdi_listing_free(struct cdi_listing *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n_entries; i++)
+		entry_done(&l->entries[i]);
+	free(l->entries);
+	for (size_t i = 0; i < l->n_conflicts; i++)
+		free(l->conflicts[i]);
+	free(l->conflicts);
+	free(l);
+}
+
+static struct cdi_list_entry *new_entry(struct cdi_listing *l, const char *dir, const char *file)
+{
+	struct cdi_list_entry *e, *ne;
+
+	ne = realloc(l->entries, (l->n_entries + 1) * sizeof(*ne));
+	if (!ne)
+		return NULL;
+	l->entries = ne;
+	e = &l->entries[l->n_entries];
+	*e = (struct cdi_list_entry){ .dir = strdup(dir), .file = strdup(file) };
+	if (!e->dir || !e->file) {
+		entry_done(e);
+		return NULL;
+	}
+	l->n_entries++;
+	return e;
+}
+
+static int set_error(struct cdi_list_entry *e, const char *fmt, ...) _printf_(2, 3);
+static int set_error(struct cdi_list_entry *e, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	free(e->error);
+	va_start(ap, fmt);
+	r = vasprintf(&e->error, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		e->error = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Reads and checks one file; problems with the file end up in e->error. */
+static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cdi_list_entry *e)
+{
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	const cJSON *kind, *dev;
+	char err[512];
+	struct stat st;
+	size_t len, n;
+	int r;
+
+	/* The runtimes follow symlinks here; O_NONBLOCK keeps a FIFO from hanging us. */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return set_error(e, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return set_error(e, "cannot stat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return set_error(e, "not a regular file");
+	r = read_full_fd(fd, CDI_SPEC_MAX_BYTES, &buf, &len);
+	if (r == -EFBIG)
+		return set_error(e, "larger than %u bytes", CDI_SPEC_MAX_BYTES);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return set_error(e, "cannot read: %s", strerror(-r));
+
+	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return set_error(e, "%s", err);
+	r = cdi_spec_validate(spec, err, sizeof(err));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return set_error(e, "%s", err);
+
+	kind = cJSON_GetObjectItemCaseSensitive(spec, "kind");
+	e->kind = strdup(kind->valuestring);
+	if (!e->kind)
+		return -ENOMEM;
+	n = (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "devices"));
+	e->names = calloc(n, sizeof(*e->names));
+	if (!e->names)
+		return -ENOMEM;
+	cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(spec, "devices"))
+	{
+		const cJSON *name_item = cJSON_GetObjectItemCaseSensitive(dev, "name");
+
+		e->names[e->n_names] = strdup_printf("%s=%s", e->kind, name_item->valuestring);
+		if (!e->names[e->n_names])
+			return -ENOMEM;
+		e->n_names++;
+	}
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The candidate file names of a directory, sorted; directories are left out. */
+static int dir_files(int dirfd, char ***ret, size_t *ret_n)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	int fd, r = 0;
+
+	fd = dup(dirfd);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		enum cdi_format fmt;
+		struct stat st;
+		char **nn;
+
+		if (cdi_format_from_file_name(de->d_name, &fmt) < 0)
+			continue;
+		/* A subdirectory (or a symlink to one) is not a spec file: skip it quietly. */
+		if (fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
+			continue;
+		nn = realloc(names, (n + 1) * sizeof(*names));
+		if (!nn) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		names = nn;
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		n++;
+	}
+	if (errno) {
+		r = -errno;
+		goto fail;
+	}
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
+	*ret = names;
+	*ret_n = n;
+	return 0;
+
+fail:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+struct defined {
+	const char *name;
+	size_t entry;
+};
+
+static int cmp_defined(const void *a, const void *b)
+{
+	const struct defined *x = a, *y = b;
+	int r = strcmp(x->name, y->name);
+
+	if (r)
+		return r;
+	return x->entry < y->entry ? -1 : x->entry > y->entry;
+}
+
+static int add_conflict(struct cdi_listing *l, char *s)
+{
+	char **nc;
+
+	if (!s)
+		return -ENOMEM;
+	nc = realloc(l->conflicts, (l->n_conflicts + 1) * sizeof(*nc));
+	if (!nc) {
+		free(s);
+		return -ENOMEM;
+	}
+	l->conflicts = nc;
+	l->conflicts[l->n_conflicts++] = s;
+	return 0;
+}
+
+/* Names defined by more than one file among entries [first, end) of one directory. */
+static int find_conflicts(struct cdi_listing *l, const char *dir, size_t first, size_t end)
+{
+	_cleanup_free_ struct defined *defs = NULL;
+	size_t n = 0, i, j;
+
+	for (i = first; i < end; i++)
+		n += l->entries[i].n_names;
+	if (n < 2)
+		return 0;
+	defs = malloc(n * sizeof(*defs));
+	if (!defs)
+		return -ENOMEM;
+	n = 0;
+	for (i = first; i < end; i++)
+		for (size_t k = 0; k < l->entries[i].n_names; k++)
+			defs[n++] = (struct defined){ .name = l->entries[i].names[k], .entry = i };
+	qsort(defs, n, sizeof(*defs), cmp_defined);
+	for (i = 0; i < n; i = j) {
+		_cleanup_free_ char *files = NULL;
+
+		for (j = i + 1; j < n && strcmp(defs[i].name, defs[j].name) == 0; j++)
+			;
+		if (j - i < 2)
+			continue;
+		/* A valid file never defines a name twice, so these are distinct files. */
+		for (size_t k = i; k < j; k++) {
+			char *nf = strdup_printf("%s%s%s", files ? files : "", files ? ", " : "",
+						 l->entries[defs[k].entry].file);
+
+			if (!nf)
+				return -ENOMEM;
+			free(files);
+			files = nf;
+		}
+		if (add_conflict(l, strdup_printf("%s in %s: %s", defs[i].name, dir, files)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int list_dir(struct cdi_listing *l, const char *dir)
+{
+	_cleanup_close_ int dirfd = -1;
+	char **files = NULL;
+	size_t n_files = 0, first = l->n_entries;
+	int r;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		struct cdi_list_entry *e;
+
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		r = -errno;
+		e = new_entry(l, dir, "");
+		if (!e)
+			return -ENOMEM;
+		return set_error(e, "cannot open the directory: %s", strerror(-r));
+	}
+	r = dir_files(dirfd, &files, &n_files);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		struct cdi_list_entry *e = new_entry(l, dir, "");
+
+		if (!e)
+			return -ENOMEM;
+		return set_error(e, "cannot read the directory: %s", strerror(-r));
+	}
+	for (size_t i = 0; i < n_files && r >= 0; i++) {
+		struct cdi_list_entry *e = new_entry(l, dir, files[i]);
+		enum cdi_format fmt;
+
+		if (!e) {
+			r = -ENOMEM;
+			break;
+		}
+		(void)cdi_format_from_file_name(files[i], &fmt);
+		/* An invalid file gets no kind and no names: runtimes use nothing from it. */
+		r = read_spec(dirfd, files[i], fmt, e);
+	}
+	for (size_t i = 0; i < n_files; i++)
+		free(files[i]);
+	free(files);
+	if (r < 0)
+		return r;
+	return find_conflicts(l, dir, first, l->n_entries);
+}
+
+int cdi_list_dirs(const char *const *dirs, size_t n_dirs, struct cdi_listing **ret)
+{
+	struct cdi_listing *l;
+	int r;
+
+	if (!ret || (n_dirs && !dirs))
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_dirs; i++) {
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		r = list_dir(l, dirs[i]);
+		if (r < 0) {
+			cdi_listing_free(l);
+			return r;
+		}
+	}
+	*ret = l;
+	return 0;
+}
