@@ -114,7 +114,7 @@ static bool add_port(cJSON *arr, const struct disc_port *p)
 	       add_chardev(j, "issm", &p->issm, p->has_issm);
 }
 
-static bool add_device(cJSON *arr, size_t index, const struct disc_device *d)
+static bool add_device(cJSON *arr, size_t index, long cdi_index, const struct disc_device *d)
 {
 	cJSON *j = cJSON_CreateObject(), *ports;
 
@@ -123,6 +123,7 @@ static bool add_device(cJSON *arr, size_t index, const struct disc_device *d)
 		return false;
 	}
 	if (!(cJSON_AddNumberToObject(j, "index", (double)index) &&
+	      add_int_or_null(j, "cdi_index", cdi_index, cdi_index >= 0) &&
 	      cJSON_AddStringToObject(j, "name", d->name) && add_str_or_null(j, "pci", d->pci) &&
 	      add_str_or_null(j, "dev_path", d->dev_path) &&
 	      add_hex_id(j, "vendor_id", d->vendor_id) &&
@@ -158,9 +159,13 @@ cJSON *disc_node_to_json(const struct disc_node *node)
 	devs = cJSON_AddArrayToObject(root, "devices");
 	if (!devs)
 		goto oom;
-	for (size_t i = 0; i < node->n_devices; i++)
-		if (!add_device(devs, i, &node->devices[i]))
+	for (size_t i = 0, usable = 0; i < node->n_devices; i++) {
+		const struct disc_device *d = &node->devices[i];
+		long cdi_index = disc_device_usable(d) ? (long)usable++ : -1;
+
+		if (!add_device(devs, i, cdi_index, d))
 			goto oom;
+	}
 	if (!add_chardev(root, "rdma_cm", &node->rdma_cm, node->has_rdma_cm))
 		goto oom;
 	probs = cJSON_AddArrayToObject(root, "problems");

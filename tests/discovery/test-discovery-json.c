@@ -77,7 +77,7 @@ static bool is_int(const cJSON *v, int want)
 }
 
 static const char *device_keys[] = {
-	"index", "name", "pci", "dev_path", "vendor_id", "device_id", "driver", "numa_node",
+	"index", "cdi_index", "name", "pci", "dev_path", "vendor_id", "device_id", "driver", "numa_node",
 	"pf", "vf", "vf_of", "node_guid", "node_type", "fw_ver", "usable", "healthy",
 	"uverbs", "ports",
 };
@@ -123,6 +123,7 @@ static void test_dgx(void)
 	OK(keys, "every device has exactly the documented keys");
 	OK(pkeys, "every port has exactly the documented keys");
 	OK(idx, "index = position in PCI order");
+	OK(is_int(get(device_named(root, "mlx5_9"), "cdi_index"), 9), "all usable: cdi_index = index");
 
 	d = device_named(root, "mlx5_8");
 	OK(is_int(get(d, "index"), 4), "mlx5_8 is index 4 (PCI order)");
@@ -203,6 +204,11 @@ static void test_quirks(void)
 		   cJSON_IsNull(get(d, "vendor_id")) && cJSON_IsNull(get(d, "numa_node")),
 	   "SF: pci null, pf false, vendor_id null, numa_node null");
 	OK(is_int(get(d, "index"), 9), "SF sorts last");
+	OK(is_int(get(d, "cdi_index"), 7), "SF cdi_index counts usable devices only");
+	OK(cJSON_IsNull(get(device_named(root, "smi1"), "cdi_index")), "unusable: cdi_index null");
+	OK(is_int(get(device_named(root, "ibp12s0"), "cdi_index"), 1) &&
+		   is_int(get(device_named(root, "ibp12s0"), "index"), 2),
+	   "ibp12s0: index 2, cdi_index 1");
 	probs = get(root, "problems");
 	OK(cJSON_GetArraySize(probs) >= 10, "quirks problems listed");
 	cJSON_ArrayForEach(s, probs)
