@@ -252,11 +252,9 @@ static void problem(struct scan *s, const char *fmt, ...)
 
 static int sys_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
 {
-	struct open_how how = {
-		/* openat2 rejects O_NOCTTY next to O_PATH (openat ignores it). */
-		.flags = (unsigned long long)(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
-		.resolve = resolve,
-	};
+	/* openat2 rejects O_NOCTTY next to O_PATH (openat ignores it). */
+	int oflags = flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY);
+	struct open_how how = {.flags = (unsigned long long)oflags, .resolve = resolve};
 	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	return fd < 0 ? -errno : fd;
@@ -348,14 +346,14 @@ static int open_beneath(struct scan *s, int dirfd, const char *path, int flags)
 	for (;;) {
 		const char *e = strchrnul(p, '/');
 		size_t n = (size_t)(e - p);
-		int fd;
+		int fd, oflags;
 
 		if (n == 0 || n > NAME_MAX || (n <= 2 && p[0] == '.' && (n == 1 || p[1] == '.')))
 			return -EINVAL;
 		memcpy(comp, p, n);
 		comp[n] = '\0';
-		fd = openat(cur >= 0 ? cur : dirfd, comp,
-			    (*e ? O_PATH | O_DIRECTORY : flags) | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+		oflags = (*e ? O_PATH | O_DIRECTORY : flags) | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW;
+		fd = openat(cur >= 0 ? cur : dirfd, comp, oflags);
 		if (fd < 0)
 			return -errno;
 		if (!*e)
@@ -484,8 +482,8 @@ static int list_dir(int fd, bool (*keep)(const char *), size_t max, struct names
 		return r;
 	}
 	while ((errno = 0, de = readdir(d))) {
-		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' &&
-								 !de->d_name[2])))
+		if (de->d_name[0] == '.' &&
+		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
 			continue;
 		if (keep && !keep(de->d_name))
 			continue;
@@ -550,8 +548,7 @@ static bool is_mad_name(const char *s)
 
 /* ---- one RDMA device ---------------------------------------------------------------- */
 
-static void fill_netdev_from_function(struct scan *s, int pcifd, struct disc_port *ports,
-				      size_t n)
+static void fill_netdev_from_function(struct scan *s, int pcifd, struct disc_port *ports, size_t n)
 {
 	struct names net = {};
 	int fd;
@@ -613,8 +610,8 @@ static void scan_ports(struct scan *s, int devfd, struct disc_device *dev, int p
 
 		snprintf(path, sizeof(path), "ports/%u/state", p->num);
 		r = read_beneath(s, devfd, path, buf, sizeof(buf));
-		if (r >= 0 && disc_parse_state(buf, &p->state, p->state_name,
-					       sizeof(p->state_name)) < 0)
+		if (r >= 0 &&
+		    disc_parse_state(buf, &p->state, p->state_name, sizeof(p->state_name)) < 0)
 			problem(s, "%s: port %u state '%s' is not 'N: NAME', using unknown",
 				dev->name, p->num, SHOWN(buf));
 		else if (r < 0)
@@ -638,8 +635,10 @@ static void scan_ports(struct scan *s, int devfd, struct disc_device *dev, int p
 			if (name_is_safe(buf, DISC_NETDEV_MAX - 1))
 				strcpy(p->netdev, buf);
 			else
-				problem(s, "%s: port %u netdev '%s' is not a valid interface name, "
-					   "ignoring", dev->name, p->num, SHOWN(buf));
+				problem(s,
+					"%s: port %u netdev '%s' is not a valid interface name, "
+					"ignoring",
+					dev->name, p->num, SHOWN(buf));
 		}
 	}
 
@@ -856,8 +855,8 @@ static void check_node(struct scan *s, struct disc_chardev *c, const char *owner
 	}
 	if (major(st.st_rdev) != c->major || minor(st.st_rdev) != c->minor) {
 		problem(s, "%s (%s): node %s/infiniband/%s is %u:%u but sysfs says %u:%u", c->name,
-			owner, s->dev_root, c->name, major(st.st_rdev), minor(st.st_rdev),
-			c->major, c->minor);
+			owner, s->dev_root, c->name, major(st.st_rdev), minor(st.st_rdev), c->major,
+			c->minor);
 		return;
 	}
 	c->node_present = true;
@@ -1081,7 +1080,8 @@ int disc_scan_with(const struct disc_options *opts, bool use_openat2, struct dis
 	scan_rdma_cm(&s);
 	for (size_t i = 0; i < s.node->n_devices; i++)
 		if (!s.node->devices[i].has_uverbs)
-			problem(&s, "%s: no uverbs device, not usable through verbs, leaving it out",
+			problem(&s,
+				"%s: no uverbs device, not usable through verbs, leaving it out",
 				s.node->devices[i].name);
 	if (s.problems_dropped) {
 		s.node->n_problems--;

@@ -22,7 +22,7 @@
 static unsigned tap_n, tap_failed;
 
 static bool tap_ok(bool cond, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static bool tap_ok(bool cond, const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -44,16 +44,16 @@ static bool tap_ok(bool cond, const char *file, int line, const char *fmt, ...)
 
 #define EQ_INT(got, want, what)                                                                    \
 	do {                                                                                       \
-		long long _g = (long long)(got), _w = (long long)(want);                          \
+		long long _g = (long long)(got), _w = (long long)(want);                           \
 		if (!OK(_g == _w, "%s == %lld", (what), _w))                                       \
-			printf("#   got %lld\n", _g);                                                 \
+			printf("#   got %lld\n", _g);                                              \
 	} while (0)
 
 #define EQ_STR(got, want, what)                                                                    \
 	do {                                                                                       \
 		const char *_g = (got), *_w = (want);                                              \
 		if (!OK(_g && _w && !strcmp(_g, _w), "%s == '%s'", (what), _w ? _w : "(null)"))    \
-			printf("#   got '%s'\n", _g ? _g : "(null)");                                 \
+			printf("#   got '%s'\n", _g ? _g : "(null)");                              \
 	} while (0)
 
 static int tap_done(void)

@@ -15,8 +15,8 @@ static const char *python3, *mksysfs, *data_dir;
 static cJSON *fixture_json(const char *profile, const char *omit)
 {
 	char *sys, *dev = temp_dir("dev"), *text;
-	char *argv[] = {(char *)python3, (char *)mksysfs, "mkdev", NULL, dev,
-			omit ? "--omit" : NULL, (char *)omit, NULL};
+	char *argv[] = {(char *)python3,	(char *)mksysfs, "mkdev", NULL, dev,
+			omit ? "--omit" : NULL, (char *)omit,	 NULL};
 	struct disc_options o = {.dev_root = dev};
 	struct disc_node *node = NULL;
 	cJSON *j, *parsed;
@@ -64,7 +64,7 @@ static cJSON *device_named(const cJSON *root, const char *name)
 {
 	const cJSON *d;
 
-	cJSON_ArrayForEach(d, get(root, "devices"))
+	cJSON_ArrayForEach (d, get(root, "devices"))
 		if (str(d, "name") && !strcmp(str(d, "name"), name))
 			return (cJSON *)d;
 	printf("Bail out! %s not in JSON\n", name);
@@ -77,13 +77,13 @@ static bool is_int(const cJSON *v, int want)
 }
 
 static const char *device_keys[] = {
-	"index", "cdi_index", "name", "pci", "dev_path", "vendor_id", "device_id", "driver", "numa_node",
-	"pf", "vf", "vf_of", "node_guid", "node_type", "fw_ver", "usable", "healthy",
-	"uverbs", "ports",
+    "index",  "cdi_index", "name",    "pci",	"dev_path", "vendor_id", "device_id",
+    "driver", "numa_node", "pf",      "vf",	"vf_of",    "node_guid", "node_type",
+    "fw_ver", "usable",	   "healthy", "uverbs", "ports",
 };
 static const char *port_keys[] = {
-	"port", "link_layer", "state", "state_id", "phys_state", "phys_state_id", "rate",
-	"netdev", "umad", "issm",
+    "port",	     "link_layer", "state",  "state_id", "phys_state",
+    "phys_state_id", "rate",	   "netdev", "umad",	 "issm",
 };
 
 static bool exact_keys(const cJSON *o, const char **keys, size_t n)
@@ -91,7 +91,7 @@ static bool exact_keys(const cJSON *o, const char **keys, size_t n)
 	const cJSON *c;
 	size_t count = 0;
 
-	cJSON_ArrayForEach(c, o)
+	cJSON_ArrayForEach (c, o)
 		count++;
 	for (size_t i = 0; i < n; i++)
 		if (!get(o, keys[i]))
@@ -112,18 +112,21 @@ static void test_dgx(void)
 	   "problems is an empty array");
 	u = get(root, "rdma_cm");
 	OK(u && is_int(get(u, "major"), 10) && is_int(get(u, "minor"), 57) &&
-		   cJSON_IsTrue(get(u, "present")) && !strcmp(str(u, "name"), "rdma_cm"),
+	       cJSON_IsTrue(get(u, "present")) && !strcmp(str(u, "name"), "rdma_cm"),
 	   "rdma_cm {name, major 10, minor 57, present}");
-	cJSON_ArrayForEach(d, get(root, "devices")) {
-		keys = keys && exact_keys(d, device_keys, sizeof(device_keys) / sizeof(*device_keys));
+	cJSON_ArrayForEach (d, get(root, "devices")) {
+		keys =
+		    keys && exact_keys(d, device_keys, sizeof(device_keys) / sizeof(*device_keys));
 		idx = idx && is_int(get(d, "index"), i++);
-		cJSON_ArrayForEach(p, get(d, "ports"))
-			pkeys = pkeys && exact_keys(p, port_keys, sizeof(port_keys) / sizeof(*port_keys));
+		cJSON_ArrayForEach (p, get(d, "ports"))
+			pkeys = pkeys &&
+				exact_keys(p, port_keys, sizeof(port_keys) / sizeof(*port_keys));
 	}
 	OK(keys, "every device has exactly the documented keys");
 	OK(pkeys, "every port has exactly the documented keys");
 	OK(idx, "index = position in PCI order");
-	OK(is_int(get(device_named(root, "mlx5_9"), "cdi_index"), 9), "all usable: cdi_index = index");
+	OK(is_int(get(device_named(root, "mlx5_9"), "cdi_index"), 9),
+	   "all usable: cdi_index = index");
 
 	d = device_named(root, "mlx5_8");
 	OK(is_int(get(d, "index"), 4), "mlx5_8 is index 4 (PCI order)");
@@ -133,12 +136,12 @@ static void test_dgx(void)
 	EQ_STR(str(d, "driver"), "mlx5_core", "driver");
 	OK(is_int(get(d, "numa_node"), 0), "numa_node 0");
 	OK(cJSON_IsTrue(get(d, "pf")) && cJSON_IsFalse(get(d, "vf")) &&
-		   cJSON_IsNull(get(d, "vf_of")),
+	       cJSON_IsNull(get(d, "vf_of")),
 	   "PF: pf true, vf false, vf_of null");
 	OK(cJSON_IsTrue(get(d, "usable")) && cJSON_IsTrue(get(d, "healthy")), "usable, healthy");
 	u = get(d, "uverbs");
 	OK(u && !strcmp(str(u, "name"), "uverbs8") && is_int(get(u, "major"), 231) &&
-		   is_int(get(u, "minor"), 200) && cJSON_IsTrue(get(u, "present")),
+	       is_int(get(u, "minor"), 200) && cJSON_IsTrue(get(u, "present")),
 	   "uverbs {uverbs8, 231, 200, present}");
 	p = cJSON_GetArrayItem(get(d, "ports"), 0);
 	OK(is_int(get(p, "port"), 1), "port 1");
@@ -183,12 +186,13 @@ static void test_quirks(void)
 	OK(cJSON_IsNull(get(d, "numa_node")), "garbage numa_node -> null");
 	d = device_named(root, "smi1");
 	OK(cJSON_IsNull(get(d, "uverbs")) && cJSON_IsFalse(get(d, "usable")) &&
-		   cJSON_IsFalse(get(d, "healthy")),
+	       cJSON_IsFalse(get(d, "healthy")),
 	   "smi1: uverbs null, not usable, not healthy");
 	OK(cJSON_GetArraySize(get(d, "ports")) == 4, "smi1 has 4 ports");
 	d = device_named(root, "mlx5_0");
 	p = cJSON_GetArrayItem(get(d, "ports"), 0);
-	OK(cJSON_IsObject(get(p, "umad")) && cJSON_IsNull(get(p, "issm")), "mlx5_0: umad, issm null");
+	OK(cJSON_IsObject(get(p, "umad")) && cJSON_IsNull(get(p, "issm")),
+	   "mlx5_0: umad, issm null");
 	d = device_named(root, "mlx5_bond_0");
 	OK(is_int(get(get(d, "uverbs"), "major"), 511), "dynamic major in JSON");
 	d = device_named(root, "mlx5_5");
@@ -201,17 +205,17 @@ static void test_quirks(void)
 	   "garbage state -> null, null");
 	d = device_named(root, "rocep59s0f0S88");
 	OK(cJSON_IsNull(get(d, "pci")) && cJSON_IsFalse(get(d, "pf")) &&
-		   cJSON_IsNull(get(d, "vendor_id")) && cJSON_IsNull(get(d, "numa_node")),
+	       cJSON_IsNull(get(d, "vendor_id")) && cJSON_IsNull(get(d, "numa_node")),
 	   "SF: pci null, pf false, vendor_id null, numa_node null");
 	OK(is_int(get(d, "index"), 9), "SF sorts last");
 	OK(is_int(get(d, "cdi_index"), 7), "SF cdi_index counts usable devices only");
 	OK(cJSON_IsNull(get(device_named(root, "smi1"), "cdi_index")), "unusable: cdi_index null");
 	OK(is_int(get(device_named(root, "ibp12s0"), "cdi_index"), 1) &&
-		   is_int(get(device_named(root, "ibp12s0"), "index"), 2),
+	       is_int(get(device_named(root, "ibp12s0"), "index"), 2),
 	   "ibp12s0: index 2, cdi_index 1");
 	probs = get(root, "problems");
 	OK(cJSON_GetArraySize(probs) >= 10, "quirks problems listed");
-	cJSON_ArrayForEach(s, probs)
+	cJSON_ArrayForEach (s, probs)
 		all_strings = all_strings && cJSON_IsString(s);
 	OK(all_strings, "problems are strings");
 	cJSON_Delete(root);
@@ -245,7 +249,8 @@ static void test_helpers(void)
 
 	printf("# pure helpers\n");
 	EQ_INT(disc_path_join("class/infiniband", "../../devices/pci0000:00/x/infiniband/m", out,
-			      sizeof(out)), 33, "join length");
+			      sizeof(out)),
+	       33, "join length");
 	EQ_STR(out, "devices/pci0000:00/x/infiniband/m", "join relative link");
 	disc_path_join("a/b", "../../../../../etc", out, sizeof(out));
 	EQ_STR(out, "etc", "'..' clamped at the root");
@@ -253,8 +258,10 @@ static void test_helpers(void)
 	EQ_STR(out, "devices/x", "absolute link restarts at the root");
 	disc_path_join("", "..", out, sizeof(out));
 	EQ_STR(out, "", "root/.. is the root");
-	EQ_INT(disc_path_join("a", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
-			      out, sizeof(out)), -ENAMETOOLONG, "join overflow -> -ENAMETOOLONG");
+	EQ_INT(disc_path_join(
+		   "a", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+		   out, sizeof(out)),
+	       -ENAMETOOLONG, "join overflow -> -ENAMETOOLONG");
 
 	OK(disc_pci_addr_valid("0000:3b:00.0"), "PCI address valid");
 	OK(disc_pci_addr_valid("10000:e1:1f.7"), "VMD 5-digit domain valid");
@@ -268,7 +275,7 @@ static void test_helpers(void)
 	OK(disc_pci_compare("10000:00:00.0", "0000:ff:00.0") > 0, "5-digit domain numeric");
 
 	OK(disc_parse_state("4: ACTIVE", &num, name, sizeof(name)) == 0 && num == 4 &&
-		   !strcmp(name, "ACTIVE"),
+	       !strcmp(name, "ACTIVE"),
 	   "parse '4: ACTIVE'");
 	OK(disc_parse_state("5: LinkUp", &num, name, sizeof(name)) == 0 && num == 5,
 	   "parse '5: LinkUp'");
@@ -288,8 +295,8 @@ static void test_helpers(void)
 	OK(disc_ibdev_name_ok("mlx5_bond_0") && disc_ibdev_name_ok("rocep59s0f0S88"),
 	   "real names accepted");
 	OK(!disc_ibdev_name_ok("bad name") && !disc_ibdev_name_ok("..hidden") &&
-		   !disc_ibdev_name_ok("a..b") && !disc_ibdev_name_ok("a/b") &&
-		   !disc_ibdev_name_ok("") && !disc_ibdev_name_ok("x\n"),
+	       !disc_ibdev_name_ok("a..b") && !disc_ibdev_name_ok("a/b") &&
+	       !disc_ibdev_name_ok("") && !disc_ibdev_name_ok("x\n"),
 	   "unsafe names rejected");
 }
 

@@ -27,8 +27,8 @@ static char *fixture(const char *profile)
 static char *make_devroot(const char *sysroot, const char *omit)
 {
 	char *dir = temp_dir("dev");
-	char *argv[] = {(char *)python3, (char *)mksysfs, "mkdev", (char *)sysroot, dir,
-			omit ? "--omit" : NULL, (char *)omit, NULL};
+	char *argv[] = {(char *)python3,	(char *)mksysfs, "mkdev", (char *)sysroot, dir,
+			omit ? "--omit" : NULL, (char *)omit,	 NULL};
 
 	if (run(argv) != 0) {
 		printf("Bail out! mksysfs.py mkdev %s failed\n", sysroot);
@@ -41,8 +41,14 @@ static char *make_devroot(const char *sysroot, const char *omit)
 static char *build_tree(const char *profile, const char *devices)
 {
 	char *dir = temp_dir(profile);
-	char *argv[] = {(char *)python3, (char *)mksysfs, "build", (char *)profile, dir,
-			devices ? "--devices" : NULL, (char *)devices, NULL};
+	char *argv[] = {(char *)python3,
+			(char *)mksysfs,
+			"build",
+			(char *)profile,
+			dir,
+			devices ? "--devices" : NULL,
+			(char *)devices,
+			NULL};
 
 	if (run(argv) != 0) {
 		printf("Bail out! mksysfs.py build %s failed\n", profile);
@@ -92,8 +98,8 @@ static const struct disc_device *must_find(const struct disc_node *node, const c
 	return d;
 }
 
-static void check_chardev(const struct disc_chardev *c, const char *name, unsigned ma,
-			  unsigned mi, bool present)
+static void check_chardev(const struct disc_chardev *c, const char *name, unsigned ma, unsigned mi,
+			  bool present)
 {
 	EQ_STR(c->name, name, "chardev name");
 	EQ_INT(c->major, ma, name);
@@ -116,10 +122,10 @@ static void test_dgx(void)
 {
 	static const char *order[] = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_8",
 				      "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_9"};
-	static const char *pci[] = {"0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0",
-				    "0000:3c:00.0", "0000:5e:00.0", "0000:9a:00.0",
-				    "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0", "0000:d8:00.0"};
-	static const char *ibnet[] = {"ibp26s0", "ibp27s0", "ibp59s0", "ibp60s0",
+	static const char *pci[] = {"0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0",
+				    "0000:5e:00.0", "0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0",
+				    "0000:bb:00.0", "0000:d8:00.0"};
+	static const char *ibnet[] = {"ibp26s0",  "ibp27s0",  "ibp59s0",  "ibp60s0",
 				      "ibp154s0", "ibp155s0", "ibp186s0", "ibp187s0"};
 	char *sys = fixture("dgx"), *dev = make_devroot(sys, NULL);
 	struct disc_node *node = scan(sys, dev);
@@ -178,12 +184,15 @@ static void test_dgx(void)
 		}
 	}
 	{
-		const struct disc_device *a = must_find(node, "mlx5_0"), *b = must_find(node, "mlx5_1"),
+		const struct disc_device *a = must_find(node, "mlx5_0"),
+					 *b = must_find(node, "mlx5_1"),
 					 *c = must_find(node, "mlx5_2");
 		const char *sw = "devices/pci0000:17/0000:17:01.0/0000:18:00.0/";
 
-		EQ_STR(a->dev_path, "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/"
-				    "0000:1a:00.0", "mlx5_0 dev_path");
+		EQ_STR(a->dev_path,
+		       "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/"
+		       "0000:1a:00.0",
+		       "mlx5_0 dev_path");
 		OK(!strncmp(b->dev_path, sw, strlen(sw)), "mlx5_1 shares mlx5_0's switch");
 		OK(strncmp(c->dev_path, sw, strlen(sw)) != 0, "mlx5_2 is behind another switch");
 		EQ_STR(a->node_guid, "e8eb:d303:00dd:1880", "mlx5_0 node_guid");
@@ -263,9 +272,9 @@ static void test_quirks(void)
 
 	/* Renamed devices keep their names; sorted by PCI address, SF (no PCI) last. */
 	{
-		static const char *order[] = {"mlx5_0", "smi1", "ibp12s0", "rocep59s0f0",
-					      "mlx5_bond_0", "bnxt_re0", "irdma0", "mlx5_4",
-					      "mlx5_5", "rocep59s0f0S88"};
+		static const char *order[] = {
+		    "mlx5_0",	"smi1",	  "ibp12s0", "rocep59s0f0", "mlx5_bond_0",
+		    "bnxt_re0", "irdma0", "mlx5_4",  "mlx5_5",	    "rocep59s0f0S88"};
 
 		for (size_t i = 0; i < 10 && i < node->n_devices; i++)
 			EQ_STR(node->devices[i].name, order[i], "quirks order");
@@ -484,8 +493,10 @@ static void test_errors(void)
 
 	/* A dev file out of dev_t range is rejected and the device left out. */
 	sys = build_tree("sriov", NULL);
-	if (asprintf(&path, "%s/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.3/infiniband_verbs/"
-			    "uverbs2/dev", sys) < 0)
+	if (asprintf(&path,
+		     "%s/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.3/infiniband_verbs/"
+		     "uverbs2/dev",
+		     sys) < 0)
 		abort();
 	write_file(path, "999999:1\n");
 	free(path);
@@ -513,6 +524,21 @@ static void test_errors(void)
 	node = scan(sys, dev);
 	OK(!node->has_rdma_cm, "no rdma_cm without class/misc/rdma_cm");
 	PROBLEM(node, "rdma_cm: class/misc/rdma_cm missing");
+	EQ_INT(node->n_problems, 4, "4 problems before flooding");
+	disc_node_free(node);
+
+	/* A flood of broken class entries: problems stay bounded and say what was cut. */
+	for (int i = 1000; i < 2100; i++) {
+		if (asprintf(&path, "%s/class/infiniband_verbs/uverbs%d", sys, i) < 0 ||
+		    symlink("../../devices/nowhere", path) < 0)
+			abort();
+		free(path);
+	}
+	node = scan(sys, dev);
+	EQ_INT(node->n_problems, DISC_MAX_PROBLEMS, "problems capped");
+	EQ_STR(node->problems[node->n_problems - 1], "... and 105 more problems",
+	       "last line counts the rest");
+	EQ_INT(node->n_devices, 5, "devices unaffected by the flood");
 	disc_node_free(node);
 
 	rm_rf(dev);
