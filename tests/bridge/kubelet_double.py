@@ -196,7 +196,8 @@ class Bridge:
         self.plugin_dir = plugin_dir or os.path.join(workdir, "plugins")
         self.spec_dir = os.path.join(workdir, "cdi")
         self.log_path = os.path.join(workdir, "bridge-%d.log" % time.monotonic_ns())
-        os.makedirs(self.plugin_dir, exist_ok=True)
+        if plugin_dir is None:
+            os.makedirs(self.plugin_dir, exist_ok=True)
         self.argv = [rdma_cdi, "bridge", "--plugin-dir", self.plugin_dir, "--sysfs-root", sysfs,
                      "--dev-root", dev, "--spec-dir", self.spec_dir,
                      "--hook-path", "/usr/libexec/rdma-cdi/rdma-cdi-hook"] + list(extra)

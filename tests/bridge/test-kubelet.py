@@ -1,0 +1,632 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Scenario tests: the real `rdma-cdi bridge` against the kubelet test double.
+
+  test-kubelet.py --rdma-cdi BIN --mksysfs mksysfs.py --proto deviceplugin.proto SCENARIO
+
+Each scenario builds its own fixture (mksysfs.py), plugin dir and spec dir in a temp dir,
+runs the bridge as a process and prints TAP.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import stat
+import sys
+import tempfile
+import time
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kubelet_double as kd  # noqa: E402
+
+DGX_NUMA = {
+    "0000:1a:00.0": 0, "0000:1b:00.0": 0, "0000:3b:00.0": 0, "0000:3c:00.0": 0,
+    "0000:5e:00.0": 0, "0000:9a:00.0": 1, "0000:9b:00.0": 1, "0000:ba:00.0": 1,
+    "0000:bb:00.0": 1, "0000:d8:00.0": 1,
+}
+DGX_NAMES = {
+    "0000:1a:00.0": "mlx5_0", "0000:1b:00.0": "mlx5_1", "0000:3b:00.0": "mlx5_2",
+    "0000:3c:00.0": "mlx5_3", "0000:5e:00.0": "mlx5_8", "0000:9a:00.0": "mlx5_4",
+    "0000:9b:00.0": "mlx5_5", "0000:ba:00.0": "mlx5_6", "0000:bb:00.0": "mlx5_7",
+    "0000:d8:00.0": "mlx5_9",
+}
+# Pairs of HCAs behind one PCIe switch in the dgx fixture.
+SWITCH_SIBLING = {}
+for a, b in (("1a", "1b"), ("3b", "3c"), ("9a", "9b"), ("ba", "bb")):
+    SWITCH_SIBLING["0000:%s:00.0" % a] = "0000:%s:00.0" % b
+    SWITCH_SIBLING["0000:%s:00.0" % b] = "0000:%s:00.0" % a
+IB8 = [p for p in DGX_NUMA if p not in ("0000:5e:00.0", "0000:d8:00.0")]
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, what, diag=None):
+        self.n += 1
+        print("%sok %d - %s" % ("" if cond else "not ", self.n, what))
+        if not cond:
+            self.failed += 1
+            if diag is not None:
+                for line in str(diag).splitlines():
+                    print("#   " + line)
+        sys.stdout.flush()
+        return cond
+
+    def diag(self, msg):
+        print("# " + msg)
+        sys.stdout.flush()
+
+    def done(self):
+        print("1..%d" % self.n)
+        return 1 if self.failed else 0
+
+
+class Ctx:
+    """One scenario's world: fixture, kubelet double, bridge."""
+
+    def __init__(self, args, tap, profile="dgx", fixture_args=()):
+        self.args = args
+        self.tap = tap
+        self.work = tempfile.mkdtemp(prefix="rdma-cdi-bridge-")
+        self.sysfs, self.dev = kd.make_fixture(args.mksysfs, profile, self.work, fixture_args)
+        self.plugin_dir = os.path.join(self.work, "plugins")
+        os.makedirs(self.plugin_dir)
+        self.kubelet = None
+        self.bridges = []
+
+    def start_kubelet(self):
+        self.kubelet = kd.Kubelet(self.plugin_dir, self.args.proto).start()
+        return self.kubelet
+
+    def bridge(self, extra=(), start=True, prefix=()):
+        b = kd.Bridge(self.args.rdma_cdi, self.work, self.sysfs, self.dev, extra=extra,
+                      plugin_dir=self.plugin_dir)
+        self.bridges.append(b)
+        if start:
+            b.start(prefix)
+        return b
+
+    def registered(self, n=1, timeout=10.0):
+        reg = self.kubelet.wait_registrations(n, timeout)
+        if not self.tap.ok(reg is not None, "bridge registered (%d)" % n, self.log()):
+            raise SystemExit(self.close())
+        return reg
+
+    def first_list(self, timeout=5.0):
+        s = self.kubelet.latest_stream()
+        lst = s.wait(timeout=timeout) if s else None
+        if not self.tap.ok(lst is not None, "ListAndWatch sent the device list", self.log()):
+            raise SystemExit(self.close())
+        return s, lst
+
+    def log(self):
+        return "\n".join(b.log_text() for b in self.bridges if os.path.exists(b.log_path))
+
+    def close(self):
+        for b in self.bridges:
+            b.stop()
+        if self.kubelet:
+            self.kubelet.stop()
+        kd.cleanup(self.work)
+        return self.tap.done()
+
+
+def alloc(pb, *containers):
+    return pb.AllocateRequest(container_requests=[
+        pb.ContainerAllocateRequest(devices_ids=list(c)) for c in containers])
+
+
+def by_id(devices):
+    return {d.ID: d for d in devices}
+
+
+def numa_of(d):
+    return [n.ID for n in d.topology.nodes] if d.HasField("topology") else []
+
+
+def spec_names(path):
+    with open(path) as f:
+        spec = json.load(f)
+    return spec["kind"], {d["name"] for d in spec["devices"]}
+
+
+def expect_code(tap, fn, code, what, needle=None):
+    try:
+        fn()
+    except grpc.RpcError as e:
+        good = e.code() == code and (needle is None or needle in (e.details() or ""))
+        return tap.ok(good, what, "%s: %s" % (e.code(), e.details()))
+    return tap.ok(False, what, "call succeeded")
+
+
+# ---- scenarios ----------------------------------------------------------------------
+
+
+def sc_registration(c):
+    tap = c.tap
+    c.start_kubelet()
+    b = c.bridge()
+    t, req, opts = c.registered()
+    tap.ok(req.version == "v1beta1", "Register version v1beta1")
+    tap.ok(req.endpoint == "rdma-cdi.sock", "endpoint is the socket file name", req.endpoint)
+    tap.ok(req.resource_name == "rdma.example/hca", "default resource name", req.resource_name)
+    tap.ok(req.options.get_preferred_allocation_available and not req.options.pre_start_required,
+           "RegisterRequest options: preferred allocation, no PreStart")
+    tap.ok(opts is not None and opts.get_preferred_allocation_available and
+           not opts.pre_start_required,
+           "GetDevicePluginOptions answered while Register was pending")
+    st = os.lstat(b.socket())
+    tap.ok(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+           "plugin socket is a socket, mode 0600", oct(st.st_mode))
+    c.first_list()
+    stub = c.kubelet.plugin_stub()
+    r = stub.PreStartContainer(c.kubelet.pb.PreStartContainerRequest(devices_ids=["x"]))
+    tap.ok(r is not None, "PreStartContainer answers (empty)")
+    tap.ok(os.path.exists(b.spec_path()), "spec written into --spec-dir")
+    # An unknown method gets UNIMPLEMENTED, not a hang.
+    ch = grpc.insecure_channel("unix:" + b.socket())
+    m = ch.unary_unary("/v1beta1.DevicePlugin/Nope")
+    expect_code(tap, lambda: m(b"", timeout=5), grpc.StatusCode.UNIMPLEMENTED,
+                "unknown method: UNIMPLEMENTED")
+    ch.close()
+    log = b.log_text()
+    tap.ok("registered rdma.example/hca with the kubelet" in log, "log says registered", log)
+    c2 = Ctx(c.args, tap)  # a custom resource name
+    c2.start_kubelet()
+    c2.bridge(["--resource", "example.com/ib"])
+    _, req2, _ = c2.registered()
+    tap.ok(req2.resource_name == "example.com/ib", "--resource NAME is registered")
+    c2.bridges[0].stop()
+    c2.kubelet.stop()
+    kd.cleanup(c2.work)
+
+
+def sc_devices_dgx(c):
+    tap = c.tap
+    c.start_kubelet()
+    c.bridge()
+    c.registered()
+    _, lst = c.first_list()
+    devs = by_id(lst)
+    tap.ok(set(devs) == set(DGX_NUMA), "dgx: IDs are the PCI addresses of the 10 HCAs",
+           sorted(devs))
+    tap.ok(all(numa_of(devs[i]) == [n] for i, n in DGX_NUMA.items()),
+           "dgx: topology is each function's NUMA node",
+           {i: numa_of(d) for i, d in devs.items()})
+    tap.ok(devs["0000:d8:00.0"].health == "Unhealthy", "dgx: the DOWN-port RoCE NIC is Unhealthy")
+    tap.ok(all(d.health == "Healthy" for i, d in devs.items() if i != "0000:d8:00.0"),
+           "dgx: the other 9 are Healthy")
+
+
+def sc_devices_sriov(c):
+    tap = c.tap
+    c.start_kubelet()
+    c.bridge()
+    c.registered()
+    _, lst = c.first_list()
+    devs = by_id(lst)
+    want = {"0000:3b:00.0", "0000:3b:00.2", "0000:3b:00.3", "0000:3b:00.4", "0000:3b:00.5"}
+    tap.ok(set(devs) == want, "sriov: PF and 4 VFs, each by its PCI address", sorted(devs))
+    tap.ok(all(numa_of(d) == [1] for d in devs.values()), "sriov: NUMA node 1 for PF and VFs",
+           {i: numa_of(d) for i, d in devs.items()})
+    tap.ok(all(d.health == "Healthy" for d in devs.values()), "sriov: all Healthy")
+
+
+def sc_preferred(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    c.bridge()
+    c.registered()
+    c.first_list()
+    stub = c.kubelet.plugin_stub()
+
+    def prefer(avail, must, size):
+        r = stub.GetPreferredAllocation(pb.PreferredAllocationRequest(container_requests=[
+            pb.ContainerPreferredAllocationRequest(available_deviceIDs=avail,
+                                                   must_include_deviceIDs=must,
+                                                   allocation_size=size)]))
+        return list(r.container_responses[0].deviceIDs)
+
+    for must in IB8:
+        got = prefer(IB8, [must], 2)
+        tap.ok(len(got) == 2 and got[0] == must and DGX_NUMA[got[1]] == DGX_NUMA[must],
+               "2 of 8 with %s must-include: same NUMA node" % must, got)
+        tap.ok(len(got) == 2 and got[1] == SWITCH_SIBLING[must],
+               "... and its PCIe switch sibling %s" % SWITCH_SIBLING[must], got)
+    got = prefer(list(reversed(IB8)), ["0000:9a:00.0"], 4)
+    tap.ok(got == ["0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0"],
+           "4 with one must-include: the whole NUMA node, switch sibling first", got)
+    tap.ok(prefer(IB8, [], 2) == prefer(list(reversed(IB8)), [], 2),
+           "deterministic whatever the request order")
+    t0 = time.monotonic()
+    for _ in range(200):
+        prefer(IB8, ["0000:1a:00.0"], 2)
+    per = (time.monotonic() - t0) / 200
+    tap.ok(per < 0.05, "GetPreferredAllocation round trip %.0f us" % (per * 1e6))
+
+
+def check_allocation(c, b, resp, names_per_container, ids_per_container, cdi=True, ann=True):
+    tap = c.tap
+    kind, defined = spec_names(b.spec_path())
+    tap.ok(kind == "rdma.example/hca", "spec kind rdma.example/hca")
+    for i, (names, ids) in enumerate(zip(names_per_container, ids_per_container)):
+        cr = resp.container_responses[i]
+        qualified = ["rdma.example/hca=" + n for n in names]
+        if cdi:
+            got = [d.name for d in cr.cdi_devices]
+            tap.ok(got == qualified, "container %d: cdi_devices %s" % (i, got), qualified)
+            tap.ok(all(g.split("=", 1)[0] == kind and g.split("=", 1)[1] in defined for g in got),
+                   "container %d: every CDI name resolves in the spec on disk" % i)
+        else:
+            tap.ok(len(cr.cdi_devices) == 0, "container %d: no cdi_devices" % i)
+        key = "cdi.k8s.io/rdma-cdi_" + ids[0].replace(":", "_")
+        if ann:
+            tap.ok(dict(cr.annotations) == {key: ",".join(qualified)},
+                   "container %d: annotation %s" % (i, key), dict(cr.annotations))
+            tap.ok(re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?",
+                                key.split("/", 1)[1]) is not None,
+                   "container %d: annotation key is a valid CDI annotation key" % i)
+        else:
+            tap.ok(len(cr.annotations) == 0, "container %d: no annotation" % i)
+        tap.ok(dict(cr.envs) == {"RDMA_CDI_DEVICES": ",".join(names)},
+               "container %d: env RDMA_CDI_DEVICES=%s" % (i, ",".join(names)), dict(cr.envs))
+
+
+def sc_allocate(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    b = c.bridge()
+    c.registered()
+    c.first_list()
+    stub = c.kubelet.plugin_stub()
+    resp = stub.Allocate(alloc(pb, ["0000:1a:00.0"], ["0000:3c:00.0", "0000:3b:00.0"]))
+    tap.ok(len(resp.container_responses) == 2, "one response per container")
+    check_allocation(c, b, resp, [["mlx5_0"], ["mlx5_2", "mlx5_3"]],
+                     [["0000:1a:00.0"], ["0000:3c:00.0", "0000:3b:00.0"]])
+    tap.ok(all(len(cr.devices) == 0 for cr in resp.container_responses),
+           "default strategies: no DeviceSpecs")
+    # Every advertised healthy ID allocates and resolves.
+    resp = stub.Allocate(alloc(pb, *[[i] for i in DGX_NUMA if i != "0000:d8:00.0"]))
+    _, defined = spec_names(b.spec_path())
+    tap.ok(all(cr.cdi_devices[0].name.split("=")[1] in defined for cr in resp.container_responses),
+           "every healthy device's CDI name resolves in the spec")
+
+
+def sc_device_specs(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    b = c.bridge(["--device-list-strategy", "device-specs"])
+    c.registered()
+    stub = c.kubelet.plugin_stub()
+    resp = stub.Allocate(alloc(pb, ["0000:1b:00.0"]))
+    cr = resp.container_responses[0]
+    specs = [(d.container_path, d.host_path, d.permissions) for d in cr.devices]
+    want = [("/dev/infiniband/uverbs1", c.dev + "/infiniband/uverbs1", "rw"),
+            ("/dev/infiniband/rdma_cm", c.dev + "/infiniband/rdma_cm", "rw")]
+    tap.ok(specs == want, "device-specs: uverbs + rdma_cm DeviceSpecs", specs)
+    tap.ok(all(os.path.exists(h) for _, h, _ in specs), "DeviceSpec host paths exist")
+    check_allocation(c, b, resp, [["mlx5_1"]], [["0000:1b:00.0"]], cdi=False, ann=False)
+    b.stop()
+    b2 = c.bridge(["--device-list-strategy", "cdi-cri,device-specs"])
+    c.registered(2)
+    stub = c.kubelet.plugin_stub()
+    cr = stub.Allocate(alloc(pb, ["0000:1b:00.0"])).container_responses[0]
+    tap.ok(len(cr.devices) == 2 and len(cr.cdi_devices) == 1 and len(cr.annotations) == 0,
+           "cdi-cri,device-specs: both, no annotation")
+    b2.stop()
+
+
+def sc_bad_requests(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    b = c.bridge()
+    c.registered()
+    stream, _ = c.first_list()
+    stub = c.kubelet.plugin_stub()
+    IA = grpc.StatusCode.INVALID_ARGUMENT
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:1a:00.0", "0000:ff:00.0"])), IA,
+                "unknown ID: INVALID_ARGUMENT naming it", '"0000:ff:00.0"')
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:1a:00.0", "0000:1a:00.0"])), IA,
+                "duplicate ID: INVALID_ARGUMENT naming it", "duplicate device ID \"0000:1a:00.0\"")
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:d8:00.0"])), IA,
+                "unhealthy ID: INVALID_ARGUMENT naming it", "0000:d8:00.0")
+    expect_code(tap, lambda: stub.Allocate(pb.AllocateRequest()), IA,
+                "empty request: INVALID_ARGUMENT")
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, [])), IA,
+                "container request without IDs: INVALID_ARGUMENT")
+    many = ["dev-%d" % i for i in range(10000)]
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, many)), IA,
+                "10,000 unknown IDs: INVALID_ARGUMENT", "dev-0")
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:1a:00.0"] * 10000)), IA,
+                "10,000 copies of a valid ID: INVALID_ARGUMENT")
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["x" * 5000000])),
+                grpc.StatusCode.RESOURCE_EXHAUSTED, "5 MB request: refused by the size bound")
+    ch = grpc.insecure_channel("unix:" + b.socket())
+    raw = ch.unary_unary("/v1beta1.DevicePlugin/Allocate")
+    expect_code(tap, lambda: raw(b"\xff\xff\xff\xff", timeout=5), IA,
+                "garbage bytes: INVALID_ARGUMENT")
+    raw = ch.unary_unary("/v1beta1.DevicePlugin/GetPreferredAllocation")
+    expect_code(tap, lambda: raw(b"\x0a\x05\x0a\x03", timeout=5), IA,
+                "truncated PreferredAllocationRequest: INVALID_ARGUMENT")
+    ch.close()
+    r = stub.GetPreferredAllocation(pb.PreferredAllocationRequest(container_requests=[
+        pb.ContainerPreferredAllocationRequest(available_deviceIDs=many + IB8,
+                                               must_include_deviceIDs=["nope"],
+                                               allocation_size=2)]))
+    tap.ok(len(r.container_responses[0].deviceIDs) == 2,
+           "GetPreferredAllocation with 10,000 unknown IDs: answered from the known ones")
+    resp = stub.Allocate(alloc(pb, ["0000:1a:00.0"]))
+    tap.ok(resp.container_responses[0].cdi_devices[0].name == "rdma.example/hca=mlx5_0",
+           "the bridge still allocates afterwards")
+    tap.ok(not stream.ended, "the kubelet's ListAndWatch stream is still open")
+    tap.ok(b.proc.poll() is None, "the bridge is still running")
+    tap.ok(b.log_text().count("Allocate rejected") >= 7, "each rejection is logged")
+
+
+def sc_stream_drop(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    b = c.bridge()
+    c.registered()
+    main, _ = c.first_list()
+    stub = c.kubelet.plugin_stub()
+    for round_ in range(3):
+        streams = [kd.Stream(stub, pb) for _ in range(10)]
+        tap.ok(all(s.wait() is not None for s in streams),
+               "round %d: 10 extra ListAndWatch streams get the list" % round_)
+        for s in streams:
+            s.cancel()
+    # Every dropped stream is freed: the count in the log goes back to the kubelet's one.
+    b.wait_log("closed by the peer", count=30, timeout=5)
+    closed = re.findall(r"closed by the peer or shutdown \((\d+) left\)", b.log_text())
+    tap.ok(len(closed) == 30 and closed[-1] == "1", "30 dropped streams freed, 1 left",
+           closed)
+    extra = [kd.Stream(stub, pb) for _ in range(20)]
+    time.sleep(0.5)
+    refused = sum(1 for s in extra if s.ended and s.error is not None and
+                  s.error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED)
+    tap.ok(refused == 5, "streams beyond 16 are refused (RESOURCE_EXHAUSTED): %d" % refused)
+    for s in extra:
+        s.cancel()
+    tap.ok(not main.ended and b.proc.poll() is None, "the kubelet's stream survives")
+
+
+def sc_kubelet_restart(c):
+    tap = c.tap
+    k = c.start_kubelet()
+    b = c.bridge()
+    c.registered()
+    c.first_list()
+    checkpoint = os.path.join(c.plugin_dir, "kubelet_internal_checkpoint")
+    with open(checkpoint, "w") as f:
+        f.write("{}")
+    for round_ in range(3):
+        t0 = time.monotonic()
+        k.restart()
+        reg = k.wait_registrations(1, 5)
+        if not tap.ok(reg is not None, "restart %d: registered again" % round_, b.log_text()):
+            return
+        dt = reg[0] - k.started_at
+        tap.ok(dt < 1.0, "restart %d: re-registration %.1f ms after kubelet.sock re-creation" %
+               (round_, dt * 1000))
+        tap.diag("restart %d: kubelet.sock -> Register %.1f ms (full restart %.1f ms)" %
+                 (round_, dt * 1000, (reg[0] - t0) * 1000))
+        s = k.latest_stream()
+        lst = s.wait() if s else None
+        tap.ok(lst is not None and len(lst) == 10, "restart %d: new ListAndWatch list" % round_)
+        stub = k.plugin_stub()
+        r = stub.Allocate(alloc(k.pb, ["0000:9a:00.0"]))
+        tap.ok(r.container_responses[0].cdi_devices[0].name == "rdma.example/hca=mlx5_4",
+               "restart %d: Allocate works on the new socket" % round_)
+    tap.ok(os.path.exists(checkpoint), "regular files in the plugin dir untouched")
+    tap.ok(b.proc.poll() is None, "the bridge kept running")
+
+
+def sc_bridge_restart(c):
+    tap = c.tap
+    k = c.start_kubelet()
+    b = c.bridge()
+    c.registered()
+    old_stream, _ = c.first_list()
+    # A second bridge while the first serves: refuses, the first is unharmed.
+    b2 = c.bridge()
+    rc = b2.wait(10)
+    tap.ok(rc not in (None, 0), "a second bridge on the same dir exits non-zero (%s)" % rc)
+    tap.ok("another device plugin serves it" in b2.log_text(), "and says why", b2.log_text())
+    b.proc.kill()
+    b.proc.wait()
+    tap.ok(stat.S_ISSOCK(os.lstat(b.socket()).st_mode), "SIGKILL leaves a stale socket")
+    tap.ok(old_stream.wait_end(5), "the kubelet's stream ends with the bridge")
+    b3 = c.bridge()
+    reg = k.wait_registrations(2, 10)
+    tap.ok(reg is not None, "a restarted bridge registers again", b3.log_text())
+    tap.ok("removed stale socket" in b3.log_text(), "the stale socket was replaced")
+    s = k.latest_stream()
+    tap.ok(s is not None and s.wait() is not None, "new ListAndWatch list")
+    # A symlink in place of our socket is never followed or removed.
+    b3.stop()
+    target = os.path.join(c.work, "victim")
+    open(target, "w").close()
+    if os.path.lexists(b3.socket()):
+        os.unlink(b3.socket())
+    os.symlink(target, b3.socket())
+    b4 = c.bridge()
+    rc = b4.wait(10)
+    tap.ok(rc not in (None, 0) and os.path.islink(b3.socket()) and os.path.exists(target),
+           "a symlink at the socket path: refused, left alone (%s)" % rc, b4.log_text())
+
+
+def sc_shared(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    b = c.bridge(["--shared", "4"])
+    c.registered()
+    _, lst = c.first_list()
+    ids = [d.ID for d in lst]
+    want = ["%s-s%d" % (p, k) for p in sorted(DGX_NUMA) for k in range(4)]
+    tap.ok(sorted(ids) == sorted(want), "--shared 4: 40 IDs <pci>-s<k>", ids[:6])
+    tap.ok(all(numa_of(d) == [DGX_NUMA[d.ID[:12]]] for d in lst), "replicas carry the NUMA node")
+    stub = c.kubelet.plugin_stub()
+    resp = stub.Allocate(alloc(pb, ["0000:1a:00.0-s2", "0000:1a:00.0-s0", "0000:9b:00.0-s3"]))
+    cr = resp.container_responses[0]
+    tap.ok([d.name for d in cr.cdi_devices] ==
+           ["rdma.example/hca=mlx5_0", "rdma.example/hca=mlx5_5"],
+           "two replicas of one HCA: its CDI name once", [d.name for d in cr.cdi_devices])
+    tap.ok(dict(cr.envs) == {"RDMA_CDI_DEVICES": "mlx5_0,mlx5_5"}, "env once per HCA")
+    _, defined = spec_names(b.spec_path())
+    tap.ok({"mlx5_0", "mlx5_5"} <= defined, "names resolve in the spec")
+    r = stub.GetPreferredAllocation(pb.PreferredAllocationRequest(container_requests=[
+        pb.ContainerPreferredAllocationRequest(available_deviceIDs=want,
+                                               must_include_deviceIDs=["0000:3b:00.0-s1"],
+                                               allocation_size=3)]))
+    got = list(r.container_responses[0].deviceIDs)
+    tap.ok(got[0] == "0000:3b:00.0-s1" and all(DGX_NUMA[i[:12]] == 0 for i in got),
+           "shared: preferred allocation stays on the NUMA node", got)
+
+
+def set_port_state(sysfs, dev, state):
+    with open(os.path.join(sysfs, "class", "infiniband", dev, "ports", "1", "state"), "w") as f:
+        f.write(state + "\n")
+
+
+def sc_sighup(c):
+    tap = c.tap
+    pb = c.start_kubelet().pb
+    b = c.bridge()
+    c.registered()
+    stream, lst = c.first_list()
+    tap.ok(by_id(lst)["0000:1a:00.0"].health == "Healthy", "mlx5_0 starts Healthy")
+    set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
+    b.signal(signal.SIGHUP)
+    lst = stream.wait(lambda ls: len(ls) >= 2)
+    tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Unhealthy",
+           "SIGHUP after mlx5_0's port went DOWN: ListAndWatch sends it Unhealthy")
+    stub = c.kubelet.plugin_stub()
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:1a:00.0"])),
+                grpc.StatusCode.INVALID_ARGUMENT, "Allocate of it is refused", "unhealthy")
+    set_port_state(c.sysfs, "mlx5_0", "4: ACTIVE")
+    os.unlink(os.path.join(c.dev, "infiniband", "uverbs3"))
+    b.signal(signal.SIGHUP)
+    lst = stream.wait(lambda ls: len(ls) >= 3)
+    tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Healthy" and
+           by_id(lst)["0000:3c:00.0"].health == "Unhealthy",
+           "second SIGHUP: mlx5_0 recovered, mlx5_3 lost its uverbs node")
+    tap.ok(b.log_text().count("SIGHUP: rescanning") == 2, "each SIGHUP logged")
+    tap.ok(not stream.ended and b.proc.poll() is None, "same stream, bridge running")
+
+
+def sc_sigterm(c):
+    tap = c.tap
+    c.start_kubelet()
+    b = c.bridge()
+    c.registered()
+    stream, _ = c.first_list()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        t0 = time.monotonic()
+        b.signal(sig)
+        rc = b.wait(10)
+        tap.ok(rc == 0, "%s: exit 0 (%s) in %.0f ms" % (sig.name, rc, (time.monotonic() - t0) * 1e3),
+               b.log_text())
+        tap.ok(not os.path.lexists(b.socket()), "%s: socket removed" % sig.name)
+        tap.ok(stream.wait_end(5), "%s: the ListAndWatch stream ended" % sig.name)
+        if sig == signal.SIGTERM:
+            b = c.bridge()
+            c.registered(2)
+            stream, _ = c.first_list()
+
+
+def sc_kubelet_absent(c):
+    tap = c.tap
+    b = c.bridge()
+    time.sleep(1.5)
+    tap.ok(b.proc.poll() is None, "no kubelet.sock: the bridge keeps running")
+    tap.ok(stat.S_ISSOCK(os.lstat(b.socket()).st_mode), "and serves its socket")
+    tap.ok("waiting for the kubelet" in b.log_text(), "and says it waits", b.log_text())
+    k = c.start_kubelet()
+    reg = k.wait_registrations(1, 5)
+    tap.ok(reg is not None, "kubelet.sock appears: registered", b.log_text())
+    if reg:
+        dt = reg[0] - k.started_at
+        tap.ok(dt < 1.0, "registered %.1f ms after kubelet.sock appeared" % (dt * 1e3))
+    # The plugin dir itself absent at start: created, then the same.
+    c2 = Ctx(c.args, tap)
+    kd.cleanup(c2.plugin_dir)
+    b2 = c2.bridge()
+    tap.ok(b2.wait_log("created plugin directory") and b2.proc.poll() is None,
+           "a missing plugin dir is created and waited in", b2.log_text())
+    b2.stop()
+    kd.cleanup(c2.work)
+
+
+def sc_register_refused(c):
+    """A kubelet that rejects Register: the bridge retries with backoff, never exits."""
+    tap = c.tap
+    k = c.kubelet = kd.Kubelet(c.plugin_dir, c.args.proto)
+    calls = []
+    orig = k.Register
+
+    def reject(request, context):
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "not yet")
+        return orig(request, context)
+
+    k.Register = reject
+    k.start()
+    b = c.bridge()
+    reg = k.wait_registrations(1, 10)
+    tap.ok(reg is not None and len(calls) == 3, "rejected twice, registered on the third try",
+           b.log_text())
+    tap.ok(b.log_text().count("Register with") == 2 and "retrying registration" in b.log_text(),
+           "failures and retries logged")
+
+
+SCENARIOS = {
+    "registration": sc_registration,
+    "devices-dgx": sc_devices_dgx,
+    "devices-sriov": (sc_devices_sriov, "sriov"),
+    "preferred": sc_preferred,
+    "allocate": sc_allocate,
+    "device-specs": sc_device_specs,
+    "bad-requests": sc_bad_requests,
+    "stream-drop": sc_stream_drop,
+    "kubelet-restart": sc_kubelet_restart,
+    "bridge-restart": sc_bridge_restart,
+    "shared": sc_shared,
+    "sighup": sc_sighup,
+    "sigterm": sc_sigterm,
+    "kubelet-absent": sc_kubelet_absent,
+    "register-refused": sc_register_refused,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rdma-cdi", required=True)
+    ap.add_argument("--mksysfs", required=True)
+    ap.add_argument("--proto", required=True)
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    args = ap.parse_args()
+    fn = SCENARIOS[args.scenario]
+    profile = "dgx"
+    if isinstance(fn, tuple):
+        fn, profile = fn
+    tap = Tap()
+    c = Ctx(args, tap, profile)
+    try:
+        fn(c)
+    except SystemExit:
+        raise
+    except Exception as e:  # a crash of the scenario is a failure, with the bridge log
+        tap.ok(False, "scenario raised %r" % e, c.log())
+    return c.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
