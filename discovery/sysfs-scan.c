@@ -255,8 +255,15 @@ static int sys_openat2(int dirfd, const char *path, int flags, unsigned long lon
 	/* openat2 rejects O_NOCTTY next to O_PATH (openat ignores it). */
 	int oflags = flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY);
 	struct open_how how = {.flags = (unsigned long long)oflags, .resolve = resolve};
-	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	int fd;
 
+	/* EAGAIN: a concurrent rename kept the kernel from proving that ".." stayed
+	 * inside; openat2(2) says to retry. */
+	for (int tries = 0; tries < 8; tries++) {
+		fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
 	return fd < 0 ? -errno : fd;
 }
 
@@ -532,7 +539,8 @@ static bool digits_after(const char *s, size_t skip)
 
 static bool is_port_name(const char *s)
 {
-	return digits_after(s, 0) && s[0] != '0';
+	/* Port 0 is a switch's management port; "01" is not a name the kernel makes. */
+	return digits_after(s, 0) && (s[0] != '0' || s[1] == '\0');
 }
 
 static bool is_uverbs_name(const char *s)
