@@ -15,6 +15,16 @@
 
 enum owner { OWNER_ABSENT, OWNER_US, OWNER_OTHER };
 
+/* The reason for a failed write, as cdi_write_file_atomic() and we report it. */
+static const char *symlink_or_other(int r)
+{
+	if (r == -ELOOP)
+		return "is a symlink, refusing to follow it";
+	if (r == -EEXIST)
+		return "exists and is not a regular file, refusing to replace it";
+	return strerror(-r);
+}
+
 static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const char *kind,
 		      enum owner *ret)
 {
@@ -87,10 +97,7 @@ static int write_output(const char *output, const char *buf, size_t len, char **
 		}
 		r = cdi_write_file_atomic(dir, base, buf, len);
 		if (r < 0) {
-			snprintf(err, errlen, "%s: %s", output,
-				 r == -ELOOP    ? "is a symlink, refusing to follow it"
-				 : r == -EEXIST ? "exists and is not a regular file"
-						: strerror(-r));
+			snprintf(err, errlen, "%s: %s", output, symlink_or_other(r));
 			return r;
 		}
 		path = strdup(output);
@@ -137,6 +144,13 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd >= 0) {
+		struct stat st;
+
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+			r = S_ISLNK(st.st_mode) ? -ELOOP : -EEXIST;
+			snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
+			return r;
+		}
 		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, &owner);
 		if (r >= 0 && owner == OWNER_OTHER) {
 			snprintf(err, errlen,
@@ -152,18 +166,17 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 			return r;
 		}
 	} else if (errno != ENOENT) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", dir,
-			 r == -ELOOP ? "is a symlink, refusing to follow it" : strerror(-r));
+		struct stat st;
+
+		/* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR: name the real cause. */
+		r = lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+		snprintf(err, errlen, "%s: %s", dir, symlink_or_other(r));
 		return r;
 	}
 
 	r = cdi_write_file_atomic(dir, name, buf, len);
 	if (r < 0) {
-		snprintf(err, errlen, "%s: %s", path,
-			 r == -ELOOP    ? "is a symlink, refusing to follow it"
-			 : r == -EEXIST ? "exists and is not a regular file"
-					: strerror(-r));
+		snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
 		return r;
 	}
 	if (ret_changed)

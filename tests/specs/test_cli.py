@@ -136,7 +136,7 @@ class Content(Tmp):
                           (231, 195, self.dev + "/infiniband/uverbs3")})
         self.assertEqual(len(self.nodes(by["all"])), 10)
         top = s["containerEdits"]
-        self.assertEqual(self.nodes(top)["/dev/infiniband/rdma_cm"][:2], (10, 57))
+        self.assertEqual(self.nodes(s)["/dev/infiniband/rdma_cm"][:2], (10, 57))
         self.assertEqual(top["hooks"], [{"hookName": "createRuntime", "path": HOOK,
                                          "args": ["rdma-cdi-hook", "--memlock=unlimited"]}])
 
@@ -290,6 +290,7 @@ class Usage(Tmp):
                      ["generate", "--format", "toml"],
                      ["generate", "--hook-path", "relative/hook"],
                      ["generate", "--memlock", "lots"],
+                     ["generate", "--memlock", "0"],  # the hook refuses 0: no spec may say it
                      ["generate", "--json"],
                      ["generate", "--output", "x", "--spec-dir", "y"],
                      ["list", "--output", "x"],
