@@ -747,31 +747,66 @@ static int want_uint32_array(struct vctx *v, const cJSON *arr)
 	return want_array_of(v, arr, want_uint32);
 }
 
+/*
+ * The first string that occurs twice among the values of member key in the objects of
+ * arr (all known to hold strings), found by sorting so that hostile sizes stay cheap,
+ * and the index of its second occurrence. 0 when none, 1 when found, -ENOMEM.
+ */
+static int find_duplicate(const cJSON *arr, const char *key, const char **ret_value,
+			  size_t *ret_index)
+{
+	_cleanup_free_ const char **values = NULL;
+	size_t n = (size_t)cJSON_GetArraySize(arr), i = 0, seen = 0;
+	const char *dup = NULL;
+	const cJSON *item;
+
+	if (n < 2)
+		return 0;
+	values = malloc(n * sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, arr)
+		values[i++] = cJSON_GetObjectItemCaseSensitive(item, key)->valuestring;
+	qsort(values, n, sizeof(*values), cmp_strp);
+	for (i = 1; i < n && !dup; i++)
+		if (strcmp(values[i - 1], values[i]) == 0)
+			dup = values[i];
+	if (!dup)
+		return 0;
+	i = 0;
+	cJSON_ArrayForEach(item, arr)
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(item, key)->valuestring, dup) == 0 &&
+		    seen++ > 0)
+			break;
+		i++;
+	}
+	*ret_value = dup;
+	*ret_index = i;
+	return 1;
+}
+
 /* Two entries moving the same interface, or to the same name, cannot both be applied. */
 static int want_net_devices(struct vctx *v, const cJSON *arr)
 {
-	const cJSON *a, *b;
-	size_t i = 0;
+	static const char *const keys[] = { "hostInterfaceName", "name" };
 	int r;
 
 	r = want_array_of(v, arr, want_net_device);
 	if (r < 0)
 		return r;
-	cJSON_ArrayForEach(a, arr)
-	{
-		for (b = a->next; b; b = b->next)
-			for (int k = 0; k < 2; k++) {
-				const char *key = k ? "name" : "hostInterfaceName";
-				const char *sa = cJSON_GetObjectItemCaseSensitive(a, key)->valuestring;
-				const char *sb = cJSON_GetObjectItemCaseSensitive(b, key)->valuestring;
-				char q[96];
+	for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+		const char *dup;
+		size_t index;
+		char q[96];
 
-				if (strcmp(sa, sb) == 0) {
-					push(v, "[%zu].%s", i, key);
-					return fail(v, "%s is used twice", cdi_quote(q, sizeof(q), sa));
-				}
-			}
-		i++;
+		r = find_duplicate(arr, keys[k], &dup, &index);
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			push(v, "[%zu].%s", index, keys[k]);
+			return fail(v, "%s is used twice", cdi_quote(q, sizeof(q), dup));
+		}
 	}
 	return 0;
 }
@@ -934,50 +969,25 @@ static int want_device(struct vctx *v, const cJSON *dev)
 	return 0;
 }
 
-/* Names the second definition in document order; only runs once a duplicate is known. */
-static int fail_duplicate_device(struct vctx *v, const cJSON *devs)
-{
-	const cJSON *d, *e;
-	size_t i = 0;
-	char q[96];
-
-	cJSON_ArrayForEach(d, devs)
-	{
-		const char *name = cJSON_GetObjectItemCaseSensitive(d, "name")->valuestring;
-
-		for (e = devs->child; e != d; e = e->next)
-			if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, name) == 0) {
-				push(v, "[%zu].name", i);
-				return fail(v, "device %s is defined twice", cdi_quote(q, sizeof(q), name));
-			}
-		i++;
-	}
-	return fail(v, "duplicate device name");
-}
-
 static int want_devices(struct vctx *v, const cJSON *devs)
 {
-	_cleanup_free_ const char **names = NULL;
-	const cJSON *d;
-	size_t n;
+	const char *dup;
+	size_t index;
+	char q[96];
 	int r;
 
 	r = want_array_of(v, devs, want_device);
 	if (r < 0)
 		return r;
-	n = (size_t)cJSON_GetArraySize(devs);
-	if (n == 0)
+	if (!devs->child)
 		return fail(v, "a spec needs at least one device");
-	names = malloc(n * sizeof(*names));
-	if (!names)
-		return -ENOMEM;
-	n = 0;
-	cJSON_ArrayForEach(d, devs)
-		names[n++] = cJSON_GetObjectItemCaseSensitive(d, "name")->valuestring;
-	qsort(names, n, sizeof(*names), cmp_strp);
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(names[i - 1], names[i]) == 0)
-			return fail_duplicate_device(v, devs);
+	r = find_duplicate(devs, "name", &dup, &index);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		push(v, "[%zu].name", index);
+		return fail(v, "device %s is defined twice", cdi_quote(q, sizeof(q), dup));
+	}
 	return 0;
 }
 

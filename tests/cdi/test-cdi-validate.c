@@ -184,7 +184,7 @@ static const struct {
 	  "devices[0].containerEdits.netDevices[0].name: \"a-very-long-name0\" is not a valid network" },
 	{ ONE_DEV("1.1.0", "{'netDevices':[{'hostInterfaceName':'eth0','name':'a'},"
 			   "{'hostInterfaceName':'eth0','name':'b'}]}"),
-	  "devices[0].containerEdits.netDevices[0].hostInterfaceName: \"eth0\" is used twice" },
+	  "devices[0].containerEdits.netDevices[1].hostInterfaceName: \"eth0\" is used twice" },
 	{ ONE_DEV("0.7.0", "{'intelRdt':{'closID':'..'}}"),
 	  "devices[0].containerEdits.intelRdt.closID: \"..\" is not a valid CLOS name" },
 	{ ONE_DEV("1.1.0", "{'intelRdt':{'enableMonitoring':'yes'}}"),

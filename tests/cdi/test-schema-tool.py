@@ -47,6 +47,8 @@ def main():
         "bad-version-too-low.json": (1, "FAIL", "lower than 0.5.0, which devices[0].containerEdits.deviceNodes[0].hostPath needs"),
         "bad-version-unknown.json": (1, "FAIL", "'0.9.0' is not a known CDI version"),
         "bad-duplicate-key.yaml": (1, "FAIL", "duplicate key 'kind'"),
+        "bad-name-one-char-class.json": (1, "FAIL", "class 't' breaks the CDI name rule"),
+        "bad-name-duplicate.yaml": (1, "FAIL", "devices[1].name 'mlx5_0' is defined twice"),
     }
     for name, (status, prefix, *detail) in expect.items():
         rc, out = run(py, validator, schema_dir, data / name)
@@ -104,13 +106,15 @@ def main():
                         shapes.append({"cdiVersion": "0.3.0", "kind": kind,
                                        "devices": [{"name": "a"}], "containerEdits": edits})
     shapes += [json.loads(f.read_text()) for f in sorted(data.glob("*.json"))]
+    rc, out = run(convert, "json", "min-versions", stdin=json.dumps(shapes))
+    lines = out.splitlines()
+    check(rc == 0 and len(lines) == len(shapes), "C minimum versions computed for all specs")
     mismatches = []
-    for s in shapes:
-        rc, out = run(convert, "json", "min-version", stdin=json.dumps(s))
-        c_version, _, c_why = out.strip().partition(" ")
+    for s, line in zip(shapes, lines):
+        c_version, _, c_why = line.strip().partition(" ")
         py_version, py_why = vcs.min_version(s)
-        if rc != 0 or (c_version, c_why) != (py_version, py_why):
-            mismatches.append((s, out.strip(), py_version, py_why))
+        if (c_version, c_why) != (py_version, py_why):
+            mismatches.append((s, line.strip(), py_version, py_why))
     for m in mismatches[:5]:
         print(f"# mismatch: {json.dumps(m[0])}: C {m[1]!r}, Python {m[2]} {m[3]!r}")
     check(not mismatches, f"C and Python minimum versions agree on {len(shapes)} specs")

@@ -5,8 +5,10 @@
 usage: validate-cdi-schema.py [--max-version X.Y.Z] SCHEMA_DIR FILE...
 
 Each FILE (*.json, or *.yaml / *.yml read with PyYAML) is checked against the upstream
-CDI JSON schema in SCHEMA_DIR (schema.json, with defs.json resolved as a sibling), and its
-cdiVersion against a separate Python implementation of the minimum-version rule: the
+CDI JSON schema in SCHEMA_DIR (schema.json, with defs.json resolved as a sibling), its
+kind and device names against the CDI name rules (unique names, no one-character vendor
+or class), and its cdiVersion against a separate implementation of the minimum-version
+rule: the
 version must be a known one and not lower than what the fields used need. With
 --max-version (Debian 12's podman accepts at most 0.5.0), it must not be higher either.
 
@@ -18,12 +20,43 @@ and python3-yaml).
 import argparse
 import json
 import pathlib
+import re
 import sys
 
 import jsonschema
 import yaml
 
 KNOWN_VERSIONS = ["0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0"]
+
+# CDI name rules; labels of one character crash released CDI libraries, hence {2,}.
+LABEL = r"[A-Za-z](?=[A-Za-z0-9_.-]*[A-Za-z0-9]$)[A-Za-z0-9_.-]+"
+DEVICE_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
+
+
+def kind_problem(kind):
+    vendor, sep, cls = kind.partition("/")
+    if not sep or "/" in cls:
+        return "is not vendor/class"
+    for what, label in (("vendor", vendor), ("class", cls)):
+        if not re.fullmatch(LABEL, label):
+            return f"{what} {label!r} breaks the CDI name rule (2+ chars, letter first, " \
+                   "alphanumeric last, [A-Za-z0-9_.-])"
+    return None
+
+
+def names_problem(spec):
+    problem = kind_problem(spec["kind"])
+    if problem:
+        return f"kind {spec['kind']!r} {problem}"
+    seen = set()
+    for i, dev in enumerate(spec["devices"]):
+        name = dev["name"]
+        if not DEVICE_NAME.fullmatch(name):
+            return f"devices[{i}].name {name!r} breaks the CDI device name rule"
+        if name in seen:
+            return f"devices[{i}].name {name!r} is defined twice"
+        seen.add(name)
+    return None
 
 
 def version_key(v):
@@ -155,6 +188,9 @@ def check_file(validator, path, max_version):
         e = errors[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
         return False, f"schema: {where.lstrip('.') or 'spec'}: {e.message}"
+    problem = names_problem(spec)
+    if problem:
+        return False, problem
     version = spec["cdiVersion"]
     if version not in KNOWN_VERSIONS:
         return False, f"cdiVersion {version!r} is not a known CDI version"
