@@ -254,8 +254,8 @@ static int json_value(struct outbuf *o, const cJSON *item, int depth)
 bool cdi_yaml_plain_is_safe(const char *s)
 {
 	/* Words some YAML 1.1 reader (go-yaml v2 included) resolves to a bool or null. */
-	static const char *const reserved[] = { "y", "n", "yes", "no", "true", "false", "on",
-						"off", "null" };
+	static const char *const reserved[] = {"y",	"n",  "yes", "no",  "true",
+					       "false", "on", "off", "null"};
 	size_t n;
 
 	if (!s || !*s)
@@ -298,10 +298,9 @@ static int emit_scalar(yaml_emitter_t *e, const char *s, bool string)
 	if (string && !utf8_valid(s))
 		return -EINVAL;
 	return emit(e, &ev,
-		    yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s),
-						 plain, string,
-						 plain ? YAML_PLAIN_SCALAR_STYLE
-						       : YAML_DOUBLE_QUOTED_SCALAR_STYLE));
+		    yaml_scalar_event_initialize(
+			&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), plain, string,
+			plain ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE));
 }
 
 static int yaml_value(yaml_emitter_t *e, const cJSON *item, int depth)
@@ -335,8 +334,7 @@ static int yaml_value(yaml_emitter_t *e, const cJSON *item, int depth)
 							      YAML_BLOCK_SEQUENCE_STYLE));
 		if (r < 0)
 			return r;
-		cJSON_ArrayForEach(c, item)
-		{
+		cJSON_ArrayForEach (c, item) {
 			r = yaml_value(e, c, depth + 1);
 			if (r < 0)
 				return r;
@@ -351,8 +349,7 @@ static int yaml_value(yaml_emitter_t *e, const cJSON *item, int depth)
 							     YAML_BLOCK_MAPPING_STYLE));
 		if (r < 0)
 			return r;
-		cJSON_ArrayForEach(c, item)
-		{
+		cJSON_ArrayForEach (c, item) {
 			if (!c->string)
 				return -EINVAL;
 			r = emit_scalar(e, c->string, true);
@@ -429,7 +426,7 @@ int cdi_spec_format(const cJSON *spec, enum cdi_format fmt, char **ret_buf, size
 /* ---- JSON input -------------------------------------------------------------------- */
 
 static int bad(char *err, size_t errlen, const char *buf, size_t off, const char *fmt, ...)
-	_printf_(5, 6);
+    _printf_(5, 6);
 static int bad(char *err, size_t errlen, const char *buf, size_t off, const char *fmt, ...)
 {
 	size_t line, col;
@@ -470,7 +467,8 @@ static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *
 			return bad(err, errlen, buf, i, "NUL byte");
 		if (in_string) {
 			if (c == '\\' && i + 1 < len) {
-				if (buf[i + 1] == 'u' && len - i >= 6 && memcmp(buf + i + 2, "0000", 4) == 0)
+				if (buf[i + 1] == 'u' && len - i >= 6 &&
+				    memcmp(buf + i + 2, "0000", 4) == 0)
 					return bad(err, errlen, buf, i, "\\u0000 in a string");
 				i++;
 			} else if (c == '"') {
@@ -510,7 +508,7 @@ static int duplicate_key(const cJSON *obj, const char **ret_key)
 	keys = malloc(n * sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;
-	cJSON_ArrayForEach(c, obj)
+	cJSON_ArrayForEach (c, obj)
 		keys[i++] = c->string;
 	qsort(keys, n, sizeof(*keys), cmp_strp);
 	for (i = 1; i < n; i++)
@@ -554,8 +552,8 @@ static int json_find_duplicate(const cJSON *item, char *path, size_t pathlen, si
 			n = snprintf(path + plen, pathlen - plen, "[%zu]", i);
 		if (n < 0)
 			n = 0;
-		r = json_find_duplicate(c, path, pathlen,
-					plen + (size_t)n < pathlen ? plen + (size_t)n : pathlen - 1);
+		r = json_find_duplicate(
+		    c, path, pathlen, plen + (size_t)n < pathlen ? plen + (size_t)n : pathlen - 1);
 		if (r < 0)
 			return r;
 		path[plen] = '\0';
@@ -673,11 +671,11 @@ static bool is_float_text(const char *s)
 /* YAML 1.1 typing of an untagged plain scalar, as go-yaml v2 does it. */
 static int resolve_plain(struct yreader *y, const yaml_mark_t *m, const char *s, cJSON **ret)
 {
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
-	static const char *const trues[] = { "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE",
-					     "on", "On", "ON" };
-	static const char *const falses[] = { "n", "N", "no", "No", "NO", "false", "False",
-					      "FALSE", "off", "Off", "OFF" };
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	static const char *const trues[] = {"y",    "Y",    "yes", "Yes", "YES", "true",
+					    "True", "TRUE", "on",  "On",  "ON"};
+	static const char *const falses[] = {"n",     "N",     "no",  "No",  "NO", "false",
+					     "False", "FALSE", "off", "Off", "OFF"};
 	cJSON *item = NULL;
 	char *end;
 
@@ -854,8 +852,8 @@ static int mapping_node(struct yreader *y, const yaml_event_t *start, int depth,
 			return ybad(y, &mark, "anchors are not supported");
 		}
 		r = scalar_text(y, &ev, &key);
-		if (r >= 0 && ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev.data.scalar.tag &&
-		    strcmp(key, "<<") == 0)
+		if (r >= 0 && ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    !ev.data.scalar.tag && strcmp(key, "<<") == 0)
 			r = ybad(y, &mark, "merge keys are not supported");
 		yaml_event_delete(&ev);
 		if (r < 0)
@@ -882,7 +880,7 @@ static int mapping_node(struct yreader *y, const yaml_event_t *start, int depth,
 			seen = ns;
 			cap = ncap;
 		}
-		seen[n_seen++] = (struct seen_key){ .key = child->string, .mark = mark };
+		seen[n_seen++] = (struct seen_key){.key = child->string, .mark = mark};
 	}
 	if (n_seen > 1) {
 		qsort(seen, n_seen, sizeof(*seen), cmp_seen);
@@ -936,7 +934,7 @@ static int yaml_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 {
 	_cleanup_(yaml_parser_deletep) yaml_parser_t *p = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
-	struct yreader y = { .err = err, .errlen = errlen };
+	struct yreader y = {.err = err, .errlen = errlen};
 	yaml_event_t ev;
 	int r;
 

@@ -44,7 +44,7 @@ static struct cdi_list_entry *new_entry(struct cdi_listing *l, const char *dir, 
 		return NULL;
 	l->entries = ne;
 	e = &l->entries[l->n_entries];
-	*e = (struct cdi_list_entry){ .dir = strdup(dir), .file = strdup(file) };
+	*e = (struct cdi_list_entry){.dir = strdup(dir), .file = strdup(file)};
 	if (!e->dir || !e->file) {
 		entry_done(e);
 		return NULL;
@@ -117,8 +117,7 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 	e->names = calloc(n, sizeof(*e->names));
 	if (!e->names)
 		return -ENOMEM;
-	cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(spec, "devices"))
-	{
+	cJSON_ArrayForEach (dev, cJSON_GetObjectItemCaseSensitive(spec, "devices")) {
 		const cJSON *name_item = cJSON_GetObjectItemCaseSensitive(dev, "name");
 
 		e->names[e->n_names] = strdup_printf("%s=%s", e->kind, name_item->valuestring);
@@ -239,7 +238,7 @@ static int find_conflicts(struct cdi_listing *l, const char *dir, size_t first, 
 	n = 0;
 	for (i = first; i < end; i++)
 		for (size_t k = 0; k < l->entries[i].n_names; k++)
-			defs[n++] = (struct defined){ .name = l->entries[i].names[k], .entry = i };
+			defs[n++] = (struct defined){.name = l->entries[i].names[k], .entry = i};
 	qsort(defs, n, sizeof(*defs), cmp_defined);
 	for (i = 0; i < n; i = j) {
 		_cleanup_free_ char *files = NULL;

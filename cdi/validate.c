@@ -15,12 +15,12 @@
 #include "cdi-internal.h"
 
 static const char *const known_versions[] = {
-	"0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
+    "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
 };
 enum { V030, V040, V050, V060, V070, V080, V100, V110 };
 
 static const char *const hook_names[] = {
-	"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
+    "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
 };
 
 /* Kubernetes annotation limit, which the CDI libraries apply to spec annotations. */
@@ -80,7 +80,8 @@ const char *cdi_quote(char *buf, size_t size, const char *s)
 
 const char *cdi_path_key(char *buf, size_t size, const char *key)
 {
-	size_t n = strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/");
+	size_t n =
+	    strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/");
 
 	if (n > 0 && n <= 64 && key[n] == '\0')
 		return key;
@@ -247,15 +248,13 @@ static void minver_edits(struct minver *m, const cJSON *edits, const char *at)
 	if (!cJSON_IsObject(edits))
 		return;
 	i = 0;
-	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(edits, "deviceNodes"))
-	{
+	cJSON_ArrayForEach (item, cJSON_GetObjectItemCaseSensitive(edits, "deviceNodes")) {
 		if (cJSON_GetObjectItemCaseSensitive(item, "hostPath"))
 			need(m, V050, "%s.deviceNodes[%zu].hostPath", at, i);
 		i++;
 	}
 	i = 0;
-	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(edits, "mounts"))
-	{
+	cJSON_ArrayForEach (item, cJSON_GetObjectItemCaseSensitive(edits, "mounts")) {
 		if (cJSON_GetObjectItemCaseSensitive(item, "type"))
 			need(m, V040, "%s.mounts[%zu].type", at, i);
 		i++;
@@ -276,7 +275,7 @@ static void minver_edits(struct minver *m, const cJSON *edits, const char *at)
 
 const char *cdi_min_version_why(const cJSON *spec, char *why, size_t whylen)
 {
-	struct minver m = { .level = V030, .why = why, .whylen = whylen };
+	struct minver m = {.level = V030, .why = why, .whylen = whylen};
 	const cJSON *kind, *dev;
 	size_t i = 0;
 
@@ -291,8 +290,7 @@ const char *cdi_min_version_why(const cJSON *spec, char *why, size_t whylen)
 	}
 	if (cJSON_GetObjectItemCaseSensitive(spec, "annotations"))
 		need(&m, V060, "annotations");
-	cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(spec, "devices"))
-	{
+	cJSON_ArrayForEach (dev, cJSON_GetObjectItemCaseSensitive(spec, "devices")) {
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(dev, "name");
 		char at[64];
 
@@ -305,7 +303,8 @@ const char *cdi_min_version_why(const cJSON *spec, char *why, size_t whylen)
 		minver_edits(&m, cJSON_GetObjectItemCaseSensitive(dev, "containerEdits"), at);
 		i++;
 	}
-	minver_edits(&m, cJSON_GetObjectItemCaseSensitive(spec, "containerEdits"), "containerEdits");
+	minver_edits(&m, cJSON_GetObjectItemCaseSensitive(spec, "containerEdits"),
+		     "containerEdits");
 	return known_versions[m.level];
 }
 
@@ -401,14 +400,14 @@ static int cmp_strp(const void *a, const void *b)
  * Duplicate keys (cJSON keeps both; the Go libraries refuse them) and keys outside
  * allowed (NULL: any key). Runs in O(n log n) because annotations may be large.
  */
-static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allowed, size_t n_allowed)
+static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allowed,
+		      size_t n_allowed)
 {
 	_cleanup_free_ const char **keys = NULL;
 	const cJSON *c;
 	size_t n = 0;
 
-	cJSON_ArrayForEach(c, obj)
-	{
+	cJSON_ArrayForEach (c, obj) {
 		if (!c->string)
 			return fail(v, "object member without a name");
 		if (allowed) {
@@ -429,7 +428,7 @@ static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allow
 	if (!keys)
 		return -ENOMEM;
 	n = 0;
-	cJSON_ArrayForEach(c, obj)
+	cJSON_ArrayForEach (c, obj)
 		keys[n++] = c->string;
 	qsort(keys, n, sizeof(*keys), cmp_strp);
 	for (size_t i = 1; i < n; i++)
@@ -479,8 +478,7 @@ static int want_string_array(struct vctx *v, const cJSON *item, bool env)
 
 	if (!cJSON_IsArray(item))
 		return fail(v, "must be an array of strings");
-	cJSON_ArrayForEach(s, item)
-	{
+	cJSON_ArrayForEach (s, item) {
 		size_t old = push(v, "[%zu]", i++);
 		char q[96];
 
@@ -578,8 +576,8 @@ static int want_node_type(struct vctx *v, const cJSON *item)
 
 	if (r < 0)
 		return r;
-	if (item->valuestring[0] && !(strlen(item->valuestring) == 1 &&
-				      strchr("cbup", item->valuestring[0])))
+	if (item->valuestring[0] &&
+	    !(strlen(item->valuestring) == 1 && strchr("cbup", item->valuestring[0])))
 		return fail(v, "%s is not one of c, b, u, p",
 			    cdi_quote(q, sizeof(q), item->valuestring));
 	return 0;
@@ -618,8 +616,9 @@ static int want_hook_name(struct vctx *v, const cJSON *item)
 	for (size_t i = 0; i < ELEMENTSOF(hook_names); i++)
 		if (strcmp(item->valuestring, hook_names[i]) == 0)
 			return 0;
-	return fail(v, "%s is not a hook name (prestart, createRuntime, createContainer, "
-		       "startContainer, poststart, poststop)",
+	return fail(v,
+		    "%s is not a hook name (prestart, createRuntime, createContainer, "
+		    "startContainer, poststart, poststop)",
 		    cdi_quote(q, sizeof(q), item->valuestring));
 }
 
@@ -631,8 +630,8 @@ static int want_timeout(struct vctx *v, const cJSON *item)
 
 static int want_device_node(struct vctx *v, const cJSON *node)
 {
-	static const char *const keys[] = { "path", "hostPath", "type", "major", "minor",
-					    "fileMode", "permissions", "uid", "gid" };
+	static const char *const keys[] = {"path",     "hostPath",    "type", "major", "minor",
+					   "fileMode", "permissions", "uid",  "gid"};
 	int r;
 
 	if ((r = want_object(v, node)) < 0 || (r = CHECK_KEYS(v, node, keys)) < 0 ||
@@ -651,7 +650,7 @@ static int want_device_node(struct vctx *v, const cJSON *node)
 
 static int want_mount(struct vctx *v, const cJSON *m)
 {
-	static const char *const keys[] = { "hostPath", "containerPath", "options", "type" };
+	static const char *const keys[] = {"hostPath", "containerPath", "options", "type"};
 	int r;
 
 	if ((r = want_object(v, m)) < 0 || (r = CHECK_KEYS(v, m, keys)) < 0 ||
@@ -665,7 +664,7 @@ static int want_mount(struct vctx *v, const cJSON *m)
 
 static int want_hook(struct vctx *v, const cJSON *h)
 {
-	static const char *const keys[] = { "hookName", "path", "args", "env", "timeout" };
+	static const char *const keys[] = {"hookName", "path", "args", "env", "timeout"};
 	int r;
 
 	if ((r = want_object(v, h)) < 0 || (r = CHECK_KEYS(v, h, keys)) < 0 ||
@@ -691,13 +690,14 @@ static int want_ifname(struct vctx *v, const cJSON *item)
 	s = item->valuestring;
 	if (strlen(s) >= 16 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0 ||
 	    strpbrk(s, "/: \t\n\r\v\f"))
-		return fail(v, "%s is not a valid network interface name", cdi_quote(q, sizeof(q), s));
+		return fail(v, "%s is not a valid network interface name",
+			    cdi_quote(q, sizeof(q), s));
 	return 0;
 }
 
 static int want_net_device(struct vctx *v, const cJSON *d)
 {
-	static const char *const keys[] = { "hostInterfaceName", "name" };
+	static const char *const keys[] = {"hostInterfaceName", "name"};
 	int r;
 
 	if ((r = want_object(v, d)) < 0 || (r = CHECK_KEYS(v, d, keys)) < 0 ||
@@ -707,7 +707,8 @@ static int want_net_device(struct vctx *v, const cJSON *d)
 	return 0;
 }
 
-static int want_array_of(struct vctx *v, const cJSON *arr, int (*check)(struct vctx *, const cJSON *))
+static int want_array_of(struct vctx *v, const cJSON *arr,
+			 int (*check)(struct vctx *, const cJSON *))
 {
 	const cJSON *item;
 	size_t i = 0;
@@ -715,8 +716,7 @@ static int want_array_of(struct vctx *v, const cJSON *arr, int (*check)(struct v
 
 	if (!cJSON_IsArray(arr))
 		return fail(v, "must be an array");
-	cJSON_ArrayForEach(item, arr)
-	{
+	cJSON_ArrayForEach (item, arr) {
 		size_t old = push(v, "[%zu]", i++);
 
 		r = check(v, item);
@@ -765,7 +765,7 @@ static int find_duplicate(const cJSON *arr, const char *key, const char **ret_va
 	values = malloc(n * sizeof(*values));
 	if (!values)
 		return -ENOMEM;
-	cJSON_ArrayForEach(item, arr)
+	cJSON_ArrayForEach (item, arr)
 		values[i++] = cJSON_GetObjectItemCaseSensitive(item, key)->valuestring;
 	qsort(values, n, sizeof(*values), cmp_strp);
 	for (i = 1; i < n && !dup; i++)
@@ -774,8 +774,7 @@ static int find_duplicate(const cJSON *arr, const char *key, const char **ret_va
 	if (!dup)
 		return 0;
 	i = 0;
-	cJSON_ArrayForEach(item, arr)
-	{
+	cJSON_ArrayForEach (item, arr) {
 		if (strcmp(cJSON_GetObjectItemCaseSensitive(item, key)->valuestring, dup) == 0 &&
 		    seen++ > 0)
 			break;
@@ -789,7 +788,7 @@ static int find_duplicate(const cJSON *arr, const char *key, const char **ret_va
 /* Two entries moving the same interface, or to the same name, cannot both be applied. */
 static int want_net_devices(struct vctx *v, const cJSON *arr)
 {
-	static const char *const keys[] = { "hostInterfaceName", "name" };
+	static const char *const keys[] = {"hostInterfaceName", "name"};
 	int r;
 
 	r = want_array_of(v, arr, want_net_device);
@@ -831,8 +830,8 @@ static int want_clos_id(struct vctx *v, const cJSON *item)
 
 static int want_intel_rdt(struct vctx *v, const cJSON *rdt)
 {
-	static const char *const keys[] = { "closID", "l3CacheSchema", "memBwSchema", "schemata",
-					    "enableMonitoring" };
+	static const char *const keys[] = {"closID", "l3CacheSchema", "memBwSchema", "schemata",
+					   "enableMonitoring"};
 	int r;
 
 	if ((r = want_object(v, rdt)) < 0 || (r = CHECK_KEYS(v, rdt, keys)) < 0 ||
@@ -845,8 +844,8 @@ static int want_intel_rdt(struct vctx *v, const cJSON *rdt)
 	return 0;
 }
 
-static const char *const edit_keys[] = { "env", "deviceNodes", "hooks", "mounts", "netDevices",
-					 "intelRdt", "additionalGids" };
+static const char *const edit_keys[] = {"env",	      "deviceNodes", "hooks",	      "mounts",
+					"netDevices", "intelRdt",    "additionalGids"};
 
 static int want_edits(struct vctx *v, const cJSON *e)
 {
@@ -927,8 +926,7 @@ static int want_annotations(struct vctx *v, const cJSON *a)
 
 	if ((r = want_object(v, a)) < 0 || (r = check_keys(v, a, NULL, 0)) < 0)
 		return r;
-	cJSON_ArrayForEach(c, a)
-	{
+	cJSON_ArrayForEach (c, a) {
 		const char *why = annotation_key_problem(c->string);
 		size_t old = push_input_key(v, c->string);
 
@@ -948,7 +946,7 @@ static int want_annotations(struct vctx *v, const cJSON *a)
 
 static int want_device(struct vctx *v, const cJSON *dev)
 {
-	static const char *const keys[] = { "name", "annotations", "containerEdits" };
+	static const char *const keys[] = {"name", "annotations", "containerEdits"};
 	const cJSON *name;
 	char q[96];
 	int r;
@@ -1008,9 +1006,9 @@ static int want_kind(struct vctx *v, const cJSON *kind)
 
 int cdi_spec_validate(const cJSON *spec, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "cdiVersion", "kind", "annotations", "devices",
-					    "containerEdits" };
-	struct vctx v = { .err = err, .errlen = errlen };
+	static const char *const keys[] = {"cdiVersion", "kind", "annotations", "devices",
+					   "containerEdits"};
+	struct vctx v = {.err = err, .errlen = errlen};
 	const cJSON *version;
 	const char *min;
 	char why[256], q[96];

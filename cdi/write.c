@@ -45,7 +45,7 @@ static int mkdir_parents(const char *dir)
 		*s = '\0';
 		if (mkdir(p, 0755) == 0) {
 			_cleanup_close_ int fd =
-				open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			    open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 			if (fd < 0 || fchmod(fd, 0755) < 0)
 				return -errno;
@@ -105,7 +105,8 @@ static int same_content(int dirfd, const char *name, const struct stat *st, cons
 
 static int create_temp(int dirfd, const char *name, char *tmp, size_t tmpsize)
 {
-	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static const char chars[] =
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 	for (int attempt = 0; attempt < 100; attempt++) {
 		unsigned char rnd[6];

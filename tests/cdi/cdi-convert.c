@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	if (min_versions) {
 		const cJSON *s;
 
-		cJSON_ArrayForEach(s, spec)
+		cJSON_ArrayForEach (s, spec)
 			printf("%s %s\n", cdi_min_version_why(s, err, sizeof(err)), err);
 		return 0;
 	}

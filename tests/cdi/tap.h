@@ -11,7 +11,8 @@
 
 static int tap_count, tap_failures;
 
-static inline void _printf_(4, 5) tap_ok(bool pass, const char *file, int line, const char *fmt, ...)
+static inline void _printf_(4, 5)
+    tap_ok(bool pass, const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 

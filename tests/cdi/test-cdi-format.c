@@ -20,6 +20,7 @@ static cJSON *parse_q(const char *text)
 	return s ? cJSON_Parse(s) : NULL;
 }
 
+/* clang-format off */
 static const char rich_spec[] =
 	"{'cdiVersion':'1.1.0','kind':'rdma.example/hca','annotations':{'example.com/a':'0',"
 	"'b':'true'},'devices':[{'name':'mlx5_0','annotations':{'x':''},'containerEdits':{"
@@ -46,6 +47,7 @@ static const char *const tricky[] = {
 	"é",     "日本",  "2001-01-01", "0000:3b:00.0", "---",  "...",   "a:",    "x\\y",
 	"\x7f",  "\x01",
 };
+/* clang-format on */
 
 static void test_round_trip(enum cdi_format fmt, const char *what, const cJSON *spec)
 {
@@ -92,7 +94,8 @@ static void test_round_trips(void)
 		cJSON_AddItemToArray(list, cJSON_CreateString(tricky[i]));
 		cJSON_AddItemToObject(keys, tricky[i], cJSON_CreateString(tricky[i]));
 	}
-	cJSON_AddItemToObject(strs, "numbers", parse_q("[0,-1,4294967295,9007199254740992,1.5,-0.25,1e-7]"));
+	cJSON_AddItemToObject(strs, "numbers",
+			      parse_q("[0,-1,4294967295,9007199254740992,1.5,-0.25,1e-7]"));
 	cJSON_AddItemToObject(strs, "others", parse_q("[true,false,null,[],{},[[]],{'a':{}}]"));
 	test_round_trip(CDI_FORMAT_JSON, "json tricky strings", strs);
 	test_round_trip(CDI_FORMAT_YAML, "yaml tricky strings", strs);
@@ -101,83 +104,81 @@ static void test_round_trips(void)
 	if (cdi_spec_format(strs, CDI_FORMAT_YAML, &yaml, &len) < 0)
 		return;
 	ok(strstr(yaml, "\n- \"0\"\n") && strstr(yaml, "\n- \"true\"\n") &&
-		   strstr(yaml, "\n- \"null\"\n") && strstr(yaml, "\n- \"\"\n") &&
-		   strstr(yaml, "\n- \"~\"\n") && strstr(yaml, "\n- \"yes\"\n") &&
-		   strstr(yaml, "\n- \"1.5\"\n") && strstr(yaml, "\n  \"0\": \"0\"\n"),
+	       strstr(yaml, "\n- \"null\"\n") && strstr(yaml, "\n- \"\"\n") &&
+	       strstr(yaml, "\n- \"~\"\n") && strstr(yaml, "\n- \"yes\"\n") &&
+	       strstr(yaml, "\n- \"1.5\"\n") && strstr(yaml, "\n  \"0\": \"0\"\n"),
 	   "yaml double-quotes strings that look like numbers, bools or null");
 	ok(strstr(yaml, "\n- 0\n") && strstr(yaml, "\n- 4294967295\n") &&
-		   strstr(yaml, "\n- 9007199254740992\n") && strstr(yaml, "\n- -0.25\n") &&
-		   strstr(yaml, "\n- true\n") && strstr(yaml, "\n- null\n"),
+	       strstr(yaml, "\n- 9007199254740992\n") && strstr(yaml, "\n- -0.25\n") &&
+	       strstr(yaml, "\n- true\n") && strstr(yaml, "\n- null\n"),
 	   "yaml writes numbers, bools and null plain");
 }
 
 static void test_layout(void)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = parse_q(
-		"{'cdiVersion':'0.5.0','kind':'rdma.example/hca','devices':[{'name':'mlx5_0',"
-		"'containerEdits':{'deviceNodes':[{'path':'/dev/infiniband/uverbs0','type':'c',"
-		"'major':231,'minor':192}]}},{'name':'0','containerEdits':{'env':['A=1']}}],"
-		"'containerEdits':{'hooks':[{'hookName':'createRuntime','path':'/h','args':[]}]}}");
+	    "{'cdiVersion':'0.5.0','kind':'rdma.example/hca','devices':[{'name':'mlx5_0',"
+	    "'containerEdits':{'deviceNodes':[{'path':'/dev/infiniband/uverbs0','type':'c',"
+	    "'major':231,'minor':192}]}},{'name':'0','containerEdits':{'env':['A=1']}}],"
+	    "'containerEdits':{'hooks':[{'hookName':'createRuntime','path':'/h','args':[]}]}}");
 	_cleanup_free_ char *json = NULL, *yaml = NULL;
 	size_t len;
 
-	static const char want_json[] =
-		"{\n"
-		"  \"cdiVersion\": \"0.5.0\",\n"
-		"  \"kind\": \"rdma.example/hca\",\n"
-		"  \"devices\": [\n"
-		"    {\n"
-		"      \"name\": \"mlx5_0\",\n"
-		"      \"containerEdits\": {\n"
-		"        \"deviceNodes\": [\n"
-		"          {\n"
-		"            \"path\": \"/dev/infiniband/uverbs0\",\n"
-		"            \"type\": \"c\",\n"
-		"            \"major\": 231,\n"
-		"            \"minor\": 192\n"
-		"          }\n"
-		"        ]\n"
-		"      }\n"
-		"    },\n"
-		"    {\n"
-		"      \"name\": \"0\",\n"
-		"      \"containerEdits\": {\n"
-		"        \"env\": [\n"
-		"          \"A=1\"\n"
-		"        ]\n"
-		"      }\n"
-		"    }\n"
-		"  ],\n"
-		"  \"containerEdits\": {\n"
-		"    \"hooks\": [\n"
-		"      {\n"
-		"        \"hookName\": \"createRuntime\",\n"
-		"        \"path\": \"/h\",\n"
-		"        \"args\": []\n"
-		"      }\n"
-		"    ]\n"
-		"  }\n"
-		"}\n";
-	static const char want_yaml[] =
-		"cdiVersion: \"0.5.0\"\n"
-		"kind: rdma.example/hca\n"
-		"devices:\n"
-		"- name: mlx5_0\n"
-		"  containerEdits:\n"
-		"    deviceNodes:\n"
-		"    - path: /dev/infiniband/uverbs0\n"
-		"      type: c\n"
-		"      major: 231\n"
-		"      minor: 192\n"
-		"- name: \"0\"\n"
-		"  containerEdits:\n"
-		"    env:\n"
-		"    - A=1\n"
-		"containerEdits:\n"
-		"  hooks:\n"
-		"  - hookName: createRuntime\n"
-		"    path: /h\n"
-		"    args: []\n";
+	static const char want_json[] = "{\n"
+					"  \"cdiVersion\": \"0.5.0\",\n"
+					"  \"kind\": \"rdma.example/hca\",\n"
+					"  \"devices\": [\n"
+					"    {\n"
+					"      \"name\": \"mlx5_0\",\n"
+					"      \"containerEdits\": {\n"
+					"        \"deviceNodes\": [\n"
+					"          {\n"
+					"            \"path\": \"/dev/infiniband/uverbs0\",\n"
+					"            \"type\": \"c\",\n"
+					"            \"major\": 231,\n"
+					"            \"minor\": 192\n"
+					"          }\n"
+					"        ]\n"
+					"      }\n"
+					"    },\n"
+					"    {\n"
+					"      \"name\": \"0\",\n"
+					"      \"containerEdits\": {\n"
+					"        \"env\": [\n"
+					"          \"A=1\"\n"
+					"        ]\n"
+					"      }\n"
+					"    }\n"
+					"  ],\n"
+					"  \"containerEdits\": {\n"
+					"    \"hooks\": [\n"
+					"      {\n"
+					"        \"hookName\": \"createRuntime\",\n"
+					"        \"path\": \"/h\",\n"
+					"        \"args\": []\n"
+					"      }\n"
+					"    ]\n"
+					"  }\n"
+					"}\n";
+	static const char want_yaml[] = "cdiVersion: \"0.5.0\"\n"
+					"kind: rdma.example/hca\n"
+					"devices:\n"
+					"- name: mlx5_0\n"
+					"  containerEdits:\n"
+					"    deviceNodes:\n"
+					"    - path: /dev/infiniband/uverbs0\n"
+					"      type: c\n"
+					"      major: 231\n"
+					"      minor: 192\n"
+					"- name: \"0\"\n"
+					"  containerEdits:\n"
+					"    env:\n"
+					"    - A=1\n"
+					"containerEdits:\n"
+					"  hooks:\n"
+					"  - hookName: createRuntime\n"
+					"    path: /h\n"
+					"    args: []\n";
 
 	ok(cdi_spec_format(spec, CDI_FORMAT_JSON, &json, &len) == 0 && strcmp(json, want_json) == 0,
 	   "json layout: 2-space indent, key order kept");
@@ -262,7 +263,9 @@ static void test_yaml_typing(void)
 	yaml_reads_as("---\na: 1\n...\n", "{'a':1}");
 	yaml_reads_as("1: x\ntrue: z\nk: y", "{'1':'x','true':'z','k':true}");
 	yaml_reads_as("- a\n- 0\n", "['a',0]");
-	yaml_reads_as("\xef\xbb\xbf" "a: b", "{'a':'b'}");
+	yaml_reads_as("\xef\xbb\xbf"
+		      "a: b",
+		      "{'a':'b'}");
 }
 
 /* Parsing fails with -EBADMSG and a message starting with want. */
@@ -334,7 +337,8 @@ static void test_parse_errors(void)
 	JSON_FAILS("{\"a\": \"\xc3\x28\"}", "1:8: invalid UTF-8");
 	JSON_FAILS("{\"a\": \"\xed\xa0\x80\"}", "1:8: invalid UTF-8");
 	JSON_FAILS("{\"a\": 1, \"a\": 2}", "a: duplicate key");
-	JSON_FAILS("{\"d\": [{\"n\": 1}, {\"n\": 1, \"x\": 1, \"n\": 2}]}", "d[1].n: duplicate key");
+	JSON_FAILS("{\"d\": [{\"n\": 1}, {\"n\": 1, \"x\": 1, \"n\": 2}]}",
+		   "d[1].n: duplicate key");
 	n = 0;
 	for (int i = 0; i < CDI_MAX_DEPTH + 1; i++)
 		deep[n++] = '[';
@@ -350,8 +354,9 @@ static void test_parse_misc(void)
 	int r;
 
 	/* Brackets inside strings do not count towards the depth. */
-	r = cdi_spec_parse("{\"a\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}",
-			   75, CDI_FORMAT_JSON, &spec, err, sizeof(err));
+	r = cdi_spec_parse(
+	    "{\"a\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}", 75,
+	    CDI_FORMAT_JSON, &spec, err, sizeof(err));
 	ok(r == 0, "json: brackets in strings are not nesting (%s)", err);
 	cJSON_Delete(TAKE_PTR(spec));
 	/* Unterminated string with escapes: still a clean error. */
@@ -383,21 +388,29 @@ static void test_file_names(void)
 	ok(j && strcmp(j, "rdma.example-hca.json") == 0, "json file name: %s", j);
 	ok(y && strcmp(y, "rdma.example-hca.yaml") == 0, "yaml file name: %s", y);
 	ok(cdi_spec_file_name(NULL, CDI_FORMAT_JSON) == NULL, "no kind, no file name");
-	ok(cdi_format_from_file_name("a-b.json", &f) == 0 && f == CDI_FORMAT_JSON, "*.json is JSON");
-	ok(cdi_format_from_file_name("a-b.yaml", &f) == 0 && f == CDI_FORMAT_YAML, "*.yaml is YAML");
+	ok(cdi_format_from_file_name("a-b.json", &f) == 0 && f == CDI_FORMAT_JSON,
+	   "*.json is JSON");
+	ok(cdi_format_from_file_name("a-b.yaml", &f) == 0 && f == CDI_FORMAT_YAML,
+	   "*.yaml is YAML");
 	ok(cdi_format_from_file_name("a-b.yml", &f) == -EINVAL, "*.yml is not read by runtimes");
 	ok(cdi_format_from_file_name("a.json.tmp", &f) == -EINVAL, "*.json.tmp is not a spec");
-	ok(cdi_format_from_file_name(".a.json.Xy12zZ", &f) == -EINVAL, "our temp names are not specs");
+	ok(cdi_format_from_file_name(".a.json.Xy12zZ", &f) == -EINVAL,
+	   "our temp names are not specs");
 	ok(cdi_format_from_file_name("a.JSON", &f) == -EINVAL, "suffixes are case-sensitive");
 	ok(cdi_format_from_file_name(NULL, &f) == -EINVAL, "NULL name");
 }
 
 static void test_plain_safe(void)
 {
-	static const char *const safe[] = { "mlx5_0", "/dev/infiniband/uverbs0", "PATH=/bin",
-					    "rdma.example/hca", "createRuntime", "c", "_x" };
-	static const char *const unsafe[] = { "0", "y", "Yes", "NULL", "tRuE", "-x", ".x", "=",
-					      "a b", "a:b", "a#", "", "é", "~" };
+	static const char *const safe[] = {"mlx5_0",
+					   "/dev/infiniband/uverbs0",
+					   "PATH=/bin",
+					   "rdma.example/hca",
+					   "createRuntime",
+					   "c",
+					   "_x"};
+	static const char *const unsafe[] = {"0", "y",	 "Yes", "NULL", "tRuE", "-x", ".x",
+					     "=", "a b", "a:b", "a#",	"",	"é",  "~"};
 
 	for (size_t i = 0; i < ELEMENTSOF(safe); i++)
 		ok(cdi_yaml_plain_is_safe(safe[i]), "'%s' may be plain", safe[i]);

@@ -126,24 +126,24 @@ int main(void)
 			ok(false, "entries sorted by name within a dir (%s, %s)",
 			   l->entries[i - 1].file, l->entries[i].file);
 	ok(strcmp(l->entries[0].dir, in_base("etc")) == 0 &&
-		   strcmp(l->entries[l->n_entries - 1].dir, in_base("run")) == 0,
+	       strcmp(l->entries[l->n_entries - 1].dir, in_base("run")) == 0,
 	   "directories in the order given");
 
 	e = find(l, "etc", "rdma.example-hca.json");
-	ok(e && !e->error && e->kind && strcmp(e->kind, "rdma.example/hca") == 0 && e->n_names == 2 &&
-		   strcmp(e->names[0], "rdma.example/hca=mlx5_0") == 0 &&
-		   strcmp(e->names[1], "rdma.example/hca=0") == 0,
+	ok(e && !e->error && e->kind && strcmp(e->kind, "rdma.example/hca") == 0 &&
+	       e->n_names == 2 && strcmp(e->names[0], "rdma.example/hca=mlx5_0") == 0 &&
+	       strcmp(e->names[1], "rdma.example/hca=0") == 0,
 	   "valid JSON file: kind and fully qualified names");
 	e = find(l, "etc", "other.yaml");
 	ok(e && !e->error && e->n_names == 1 && strcmp(e->names[0], "other.example/xx=0") == 0,
 	   "valid YAML file read");
 	e = find(l, "etc", "broken.json");
 	ok(e && e->error && strcmp(e->error, "1:24: unexpected end of JSON") == 0 && !e->kind &&
-		   e->n_names == 0,
+	       e->n_names == 0,
 	   "unparsable file flagged with line:column (%s)", e && e->error ? e->error : "-");
 	e = find(l, "etc", "invalid.json");
 	ok(e && e->error && strncmp(e->error, "devices[0].name:", 16) == 0 && !e->kind &&
-		   e->n_names == 0 && !e->names,
+	       e->n_names == 0 && !e->names,
 	   "invalid file flagged with the field path (%s)", e && e->error ? e->error : "-");
 	ok(!find(l, "etc", "ignored.yml"), ".yml ignored");
 	ok(!find(l, "etc", "ignored.json.tmp"), "*.json.tmp ignored");
@@ -185,7 +185,8 @@ int main(void)
 
 	/* An unreadable directory (not for root, who reads everything) and no dirs at all. */
 	r = cdi_list_dirs(NULL, 0, &l);
-	ok(r == 0 && l && l->n_entries == 0 && l->n_conflicts == 0, "no directories: empty listing");
+	ok(r == 0 && l && l->n_entries == 0 && l->n_conflicts == 0,
+	   "no directories: empty listing");
 	cdi_listing_free(l);
 	cdi_listing_free(NULL);
 

@@ -18,6 +18,7 @@ static cJSON *parse_q(const char *text)
 
 static void test_kinds(void)
 {
+	/* clang-format off */
 	static const char *const good[] = {
 		"rdma.example/hca", "nvidia.com/gpu", "ab/cd", "A1/b2", "a-b_c.d/e-f_g", "vendor.io/class9",
 	};
@@ -28,6 +29,7 @@ static void test_kinds(void)
 		"rdma example/hca", "rdma.example/hc a", "rdma:x/hca", "rdma.example/hca=0",
 		"_rdma/hca", "rdma/_hca", "rdma./hca",
 	};
+	/* clang-format on */
 	char long_kind[300];
 
 	for (size_t i = 0; i < ELEMENTSOF(good); i++)
@@ -56,6 +58,7 @@ static void test_kinds(void)
 
 static void test_device_names(void)
 {
+	/* clang-format off */
 	static const char *const good[] = {
 		"mlx5_0", "0", "1", "all", "0000:3b:00.0", "a", "rocep59s0f0", "mlx5_bond_0",
 		"ib-1.x:y", "Z9",
@@ -64,6 +67,7 @@ static void test_device_names(void)
 		"",   "-a",  "a-",  "_a",   "a_",   ".a", "a.", ":a", "a:", "a b",
 		"a/b", "a=b", "a,b", "é", "a\nb",
 	};
+	/* clang-format on */
 	char name[300];
 
 	for (size_t i = 0; i < ELEMENTSOF(good); i++)
@@ -98,6 +102,7 @@ static void test_version_compare(void)
 
 static void test_min_version(void)
 {
+	/* clang-format off */
 	static const struct {
 		const char *spec;
 		const char *want;
@@ -142,6 +147,7 @@ static void test_min_version(void)
 		{ "{'kind':5,'devices':{'name':'0'},'containerEdits':[1,2]}", "0.3.0", "" },
 		{ "[]", "0.3.0", "" },
 	};
+	/* clang-format on */
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		_cleanup_(cJSON_Deletep) cJSON *spec = parse_q(cases[i].spec);

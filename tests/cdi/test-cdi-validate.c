@@ -26,6 +26,7 @@ static cJSON *parse_q(const char *text)
 #define ONE_DEV(ver, edits) SPEC(ver, DEV("mlx5_0", edits), "")
 #define X NODES("{'path':'/dev/x'}")
 
+/* clang-format off */
 static const char *const good_specs[] = {
 	/* What rdma-cdi generates. */
 	"{'cdiVersion':'0.5.0','kind':'rdma.example/hca','devices':["
@@ -71,7 +72,9 @@ static const char *const good_specs[] = {
 			       "'poststart','path':'/h'},{'hookName':'poststop','path':'/h'}]}"),
 	     ""),
 };
+/* clang-format on */
 
+/* clang-format off */
 static const struct {
 	const char *spec;
 	const char *want; /* the message starts with this */
@@ -220,6 +223,7 @@ static const struct {
 	{ SPEC("0.5.0", DEV("a", X), ",'containerEdits':{'deviceNodes':[{'path':'x'}]}"),
 	  "containerEdits.deviceNodes[0].path: \"x\" is not absolute" },
 };
+/* clang-format on */
 
 static void test_good(void)
 {
@@ -249,8 +253,9 @@ static void test_bad(void)
 			continue;
 		}
 		r = cdi_spec_validate(spec, err, sizeof(err));
-		ok(r == -EINVAL && strncmp(err, bad_specs[i].want, strlen(bad_specs[i].want)) == 0 &&
-			   !strchr(err, '\n'),
+		ok(r == -EINVAL &&
+		       strncmp(err, bad_specs[i].want, strlen(bad_specs[i].want)) == 0 &&
+		       !strchr(err, '\n'),
 		   "bad spec %zu rejected: got '%s', want '%s...'", i, err, bad_specs[i].want);
 	}
 }
@@ -294,7 +299,8 @@ static void test_edge_cases(void)
 
 	/* Annotations are limited to 256 KiB in total, like Kubernetes'. */
 	cJSON_DeleteItemFromArray(devs, 4999);
-	ok(cdi_spec_validate(big, err, sizeof(err)) == 0, "5000 unique devices are valid (%s)", err);
+	ok(cdi_spec_validate(big, err, sizeof(err)) == 0, "5000 unique devices are valid (%s)",
+	   err);
 	cJSON_SetValuestring(cJSON_GetObjectItem(big, "cdiVersion"), "0.6.0");
 	ann = cJSON_AddObjectToObject(big, "annotations");
 	for (int i = 0; i < 300; i++) {

@@ -87,9 +87,9 @@ static void test_new_and_unchanged(void)
 	r = cdi_write_file_atomic(dir, "a.json", "one\n", 4);
 	ok(r == CDI_WRITE_UNCHANGED, "same content: UNCHANGED (%d)", r);
 	ok(stat(path_of("specs/a.json"), &st2) == 0 && st2.st_ino == st1.st_ino &&
-		   st2.st_mtim.tv_sec == st1.st_mtim.tv_sec &&
-		   st2.st_mtim.tv_nsec == st1.st_mtim.tv_nsec &&
-		   st2.st_ctim.tv_nsec == st1.st_ctim.tv_nsec,
+	       st2.st_mtim.tv_sec == st1.st_mtim.tv_sec &&
+	       st2.st_mtim.tv_nsec == st1.st_mtim.tv_nsec &&
+	       st2.st_ctim.tv_nsec == st1.st_ctim.tv_nsec,
 	   "unchanged file keeps inode, mtime and ctime");
 
 	/* New content: a new inode renamed over the old one. */
@@ -103,7 +103,7 @@ static void test_new_and_unchanged(void)
 	ok(chmod(path_of("specs/a.json"), 0600) == 0, "chmod 0600");
 	r = cdi_write_file_atomic(dir, "a.json", "two\n", 4);
 	ok(r == CDI_WRITE_UPDATED && stat(path_of("specs/a.json"), &st1) == 0 &&
-		   (st1.st_mode & 07777) == 0644,
+	       (st1.st_mode & 07777) == 0644,
 	   "same content with mode 0600: rewritten as 0644 (%d)", r);
 
 	/* Same length, different bytes. */
@@ -113,7 +113,8 @@ static void test_new_and_unchanged(void)
 
 	/* Empty content is a valid file. */
 	r = cdi_write_file_atomic(dir, "empty.json", "", 0);
-	ok(r == CDI_WRITE_UPDATED && file_is(path_of("specs/empty.json"), ""), "empty file written");
+	ok(r == CDI_WRITE_UPDATED && file_is(path_of("specs/empty.json"), ""),
+	   "empty file written");
 	r = cdi_write_file_atomic(dir, "empty.json", NULL, 0);
 	ok(r == CDI_WRITE_UNCHANGED, "empty again: UNCHANGED (%d)", r);
 	count_entries(dir, &all, &hidden);
@@ -127,7 +128,8 @@ static void test_refusals(void)
 	int all, hidden, r;
 
 	ok(mkdir(dir, 0755) == 0, "mkdir refuse");
-	ok(cdi_write_file_atomic(dir, "victim", "secret\n", 7) == CDI_WRITE_UPDATED, "victim written");
+	ok(cdi_write_file_atomic(dir, "victim", "secret\n", 7) == CDI_WRITE_UPDATED,
+	   "victim written");
 	ok(symlink("victim", path_of("refuse/link.json")) == 0, "symlink link.json -> victim");
 	r = cdi_write_file_atomic(dir, "link.json", "evil\n", 5);
 	ok(r == -ELOOP, "target is a symlink: -ELOOP (%d)", r);
@@ -162,18 +164,20 @@ static void test_refusals(void)
 	ok(cdi_write_file_atomic(dir, "..", "x", 1) == -EINVAL, "name '..' refused");
 	ok(cdi_write_file_atomic(dir, "", "x", 1) == -EINVAL, "empty name refused");
 	ok(cdi_write_file_atomic("", "a.json", "x", 1) == -EINVAL, "empty dir refused");
-	ok(cdi_write_file_atomic(dir, "a.json", NULL, 1) == -EINVAL, "NULL buffer with length refused");
+	ok(cdi_write_file_atomic(dir, "a.json", NULL, 1) == -EINVAL,
+	   "NULL buffer with length refused");
 }
 
 static void test_failure_cleanup(void)
 {
 	static char big[8192];
 	_cleanup_free_ char *dir = strdup(path_of("ro"));
-	struct rlimit old_lim, lim = { .rlim_cur = 1024 };
+	struct rlimit old_lim, lim = {.rlim_cur = 1024};
 	int all, hidden, r;
 
 	ok(mkdir(dir, 0755) == 0, "mkdir ro");
-	ok(cdi_write_file_atomic(dir, "keep.json", "old\n", 4) == CDI_WRITE_UPDATED, "keep.json written");
+	ok(cdi_write_file_atomic(dir, "keep.json", "old\n", 4) == CDI_WRITE_UPDATED,
+	   "keep.json written");
 
 	/* A write that fails half-way (file size limit, which binds root too): the temp
 	 * file goes away and the old file stays as it was. */
