@@ -162,6 +162,17 @@ static void json_string(struct outbuf *o, const char *s)
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		char esc[8];
+		size_t run = 0;
+
+		/* Copy runs of characters that need no escaping in one go. */
+		while ((unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\' &&
+		       s[run] != 0x7f)
+			run++;
+		if (run) {
+			out_add(o, s, run);
+			s += run - 1;
+			continue;
+		}
 
 		switch (c) {
 		case '"':
@@ -495,16 +506,26 @@ static int cmp_strp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The first key of obj that appears twice, sorting rather than comparing all pairs. */
+/* The first key of obj that appears twice: pairwise when small, sorted when large. */
 static int duplicate_key(const cJSON *obj, const char **ret_key)
 {
 	_cleanup_free_ const char **keys = NULL;
-	size_t n = (size_t)cJSON_GetArraySize(obj), i = 0;
-	const cJSON *c;
+	const cJSON *c, *d;
+	size_t n = 0, i = 0;
 
-	*ret_key = NULL;
+	cJSON_ArrayForEach (c, obj)
+		n++;
 	if (n < 2)
 		return 0;
+	if (n <= 16) {
+		for (c = obj->child; c; c = c->next)
+			for (d = obj->child; d != c; d = d->next)
+				if (strcmp(c->string, d->string) == 0) {
+					*ret_key = c->string;
+					return 1;
+				}
+		return 0;
+	}
 	keys = malloc(n * sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;
@@ -520,28 +541,38 @@ static int duplicate_key(const cJSON *obj, const char **ret_key)
 }
 
 /* cJSON keeps both members of a duplicated key; the Go readers refuse the document. */
-static int json_find_duplicate(const cJSON *item, char *path, size_t pathlen, size_t plen)
+static int find_duplicate(const cJSON *item, const cJSON **ret_obj, const char **ret_key)
 {
 	const cJSON *c;
-	size_t i = 0;
 	int r;
 
 	if (cJSON_IsObject(item)) {
-		const char *dup;
-		char q[96];
-
-		r = duplicate_key(item, &dup);
-		if (r < 0)
+		r = duplicate_key(item, ret_key);
+		if (r != 0) {
+			*ret_obj = item;
 			return r;
-		if (r > 0) {
-			snprintf(path + plen, pathlen - plen, "%s%s", plen ? "." : "",
-				 cdi_path_key(q, sizeof(q), dup));
-			return -EEXIST;
 		}
 	} else if (!cJSON_IsArray(item)) {
 		return 0;
 	}
-	for (c = item->child; c; c = c->next, i++) {
+	for (c = item->child; c; c = c->next) {
+		r = find_duplicate(c, ret_obj, ret_key);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Writes the path from item down to target; only used to report an error. */
+static bool path_to(const cJSON *item, const cJSON *target, char *path, size_t pathlen, size_t plen)
+{
+	size_t i = 0;
+
+	if (item == target)
+		return true;
+	if (!cJSON_IsObject(item) && !cJSON_IsArray(item))
+		return false;
+	for (const cJSON *c = item->child; c; c = c->next, i++) {
 		char q[96];
 		int n;
 
@@ -550,21 +581,20 @@ static int json_find_duplicate(const cJSON *item, char *path, size_t pathlen, si
 				     cdi_path_key(q, sizeof(q), c->string));
 		else
 			n = snprintf(path + plen, pathlen - plen, "[%zu]", i);
-		if (n < 0)
-			n = 0;
-		r = json_find_duplicate(
-		    c, path, pathlen, plen + (size_t)n < pathlen ? plen + (size_t)n : pathlen - 1);
-		if (r < 0)
-			return r;
+		n = n < 0 ? 0 : n;
+		if (path_to(c, target, path, pathlen,
+			    plen + (size_t)n < pathlen ? plen + (size_t)n : pathlen - 1))
+			return true;
 		path[plen] = '\0';
 	}
-	return 0;
+	return false;
 }
 
 static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_t errlen)
 {
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
-	const char *end = NULL;
+	const char *end = NULL, *dup = NULL;
+	const cJSON *obj = NULL;
 	char path[512] = "";
 	bool truncated = false;
 	int r;
@@ -584,10 +614,17 @@ static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 	for (size_t off = (size_t)(end - buf); off < len; off++)
 		if (!strchr(" \t\r\n", buf[off]))
 			return bad(err, errlen, buf, off, "unexpected data after the JSON value");
-	r = json_find_duplicate(root, path, sizeof(path), 0);
-	if (r == -ENOMEM)
+	r = find_duplicate(root, &obj, &dup);
+	if (r < 0)
 		return r;
-	if (r < 0) {
+	if (r > 0) {
+		char q[96];
+		size_t n;
+
+		path_to(root, obj, path, sizeof(path), 0);
+		n = strlen(path);
+		snprintf(path + n, sizeof(path) - n, "%s%s", n ? "." : "",
+			 cdi_path_key(q, sizeof(q), dup));
 		if (err && errlen)
 			snprintf(err, errlen, "%s: duplicate key", path);
 		return -EBADMSG;

@@ -342,9 +342,39 @@ static size_t push(struct vctx *v, const char *fmt, ...)
 	return old;
 }
 
+/* push() without printf: these run for every field of every spec. */
+static size_t push_raw(struct vctx *v, const char *s, size_t n)
+{
+	size_t old = v->plen, room = sizeof(v->path) - 1 - old;
+
+	if (n > room)
+		n = room;
+	memcpy(v->path + old, s, n);
+	v->plen = old + n;
+	v->path[v->plen] = '\0';
+	return old;
+}
+
 static size_t push_key(struct vctx *v, const char *key)
 {
-	return v->plen ? push(v, ".%s", key) : push(v, "%s", key);
+	size_t old = v->plen;
+
+	if (old)
+		push_raw(v, ".", 1);
+	push_raw(v, key, strlen(key));
+	return old;
+}
+
+static size_t push_index(struct vctx *v, size_t i)
+{
+	char buf[24], *p = buf + sizeof(buf);
+
+	*--p = ']';
+	do
+		*--p = (char)('0' + i % 10);
+	while ((i /= 10) > 0);
+	*--p = '[';
+	return push_raw(v, p, (size_t)(buf + sizeof(buf) - p));
 }
 
 /* Keys from the input are shown as they are when harmless, quoted otherwise. */
@@ -404,6 +434,7 @@ static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allow
 		      size_t n_allowed)
 {
 	_cleanup_free_ const char **keys = NULL;
+	bool seen[16] = {};
 	const cJSON *c;
 	size_t n = 0;
 
@@ -411,18 +442,25 @@ static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allow
 		if (!c->string)
 			return fail(v, "object member without a name");
 		if (allowed) {
-			bool ok = false;
+			size_t i = 0;
 
-			for (size_t i = 0; i < n_allowed && !ok; i++)
-				ok = strcmp(c->string, allowed[i]) == 0;
-			if (!ok) {
+			while (i < n_allowed && strcmp(c->string, allowed[i]) != 0)
+				i++;
+			if (i == n_allowed) {
 				push_input_key(v, c->string);
 				return fail(v, "unknown field");
 			}
+			/* Known fields: a duplicate is a second hit on the same slot. */
+			if (i < ELEMENTSOF(seen) && seen[i]) {
+				push_input_key(v, c->string);
+				return fail(v, "duplicate field");
+			}
+			if (i < ELEMENTSOF(seen))
+				seen[i] = true;
 		}
 		n++;
 	}
-	if (n < 2)
+	if (n < 2 || (allowed && n_allowed <= ELEMENTSOF(seen)))
 		return 0;
 	keys = malloc(n * sizeof(*keys));
 	if (!keys)
@@ -479,7 +517,7 @@ static int want_string_array(struct vctx *v, const cJSON *item, bool env)
 	if (!cJSON_IsArray(item))
 		return fail(v, "must be an array of strings");
 	cJSON_ArrayForEach (s, item) {
-		size_t old = push(v, "[%zu]", i++);
+		size_t old = push_index(v, i++);
 		char q[96];
 
 		r = want_string(v, s);
@@ -717,7 +755,7 @@ static int want_array_of(struct vctx *v, const cJSON *arr,
 	if (!cJSON_IsArray(arr))
 		return fail(v, "must be an array");
 	cJSON_ArrayForEach (item, arr) {
-		size_t old = push(v, "[%zu]", i++);
+		size_t old = push_index(v, i++);
 
 		r = check(v, item);
 		if (r < 0)

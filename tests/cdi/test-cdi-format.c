@@ -339,6 +339,12 @@ static void test_parse_errors(void)
 	JSON_FAILS("{\"a\": 1, \"a\": 2}", "a: duplicate key");
 	JSON_FAILS("{\"d\": [{\"n\": 1}, {\"n\": 1, \"x\": 1, \"n\": 2}]}",
 		   "d[1].n: duplicate key");
+	/* Large objects are checked by sorting: still found, still named. */
+	JSON_FAILS("{\"a\": {\"k0\":0,\"k1\":0,\"k2\":0,\"k3\":0,\"k4\":0,\"k5\":0,\"k6\":0,"
+		   "\"k7\":0,\"k8\":0,\"k9\":0,\"k10\":0,\"k11\":0,\"k12\":0,\"k13\":0,\"k14\":0,"
+		   "\"k15\":0,\"k16\":0,\"k7\":1}}",
+		   "a.k7: duplicate key");
+	JSON_FAILS("[0, {\"a b\": 1, \"a b\": 2}]", "[1].\"a b\": duplicate key");
 	n = 0;
 	for (int i = 0; i < CDI_MAX_DEPTH + 1; i++)
 		deep[n++] = '[';

@@ -314,6 +314,19 @@ static void test_edge_cases(void)
 	r = cdi_spec_validate(big, err, sizeof(err));
 	ok(r == -EINVAL && strncmp(err, "annotations: annotations total", 30) == 0,
 	   "oversized annotations: '%s'", err);
+
+	/* Many annotations are checked for duplicates by sorting. */
+	cJSON_DeleteItemFromObject(big, "annotations");
+	ann = cJSON_AddObjectToObject(big, "annotations");
+	for (int i = 0; i < 40; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "example.com/k%d", i == 39 ? 3 : i);
+		cJSON_AddStringToObject(ann, key, "v");
+	}
+	r = cdi_spec_validate(big, err, sizeof(err));
+	ok(r == -EINVAL && strcmp(err, "annotations.example.com/k3: duplicate field") == 0,
+	   "duplicate among 40 annotations: '%s'", err);
 }
 
 int main(void)
