@@ -32,7 +32,14 @@ bool cdi_kind_is_valid(const char *kind);
 /* Device name rule: ^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$ */
 bool cdi_device_name_is_valid(const char *name);
 
-/* Lowest cdiVersion the tree needs ("0.3.0" .. "1.1.0"); static string. */
+/*
+ * Lowest cdiVersion the tree needs ("0.3.0" .. "1.1.0"); static string. A field counts
+ * when its key is present, even with an empty value (libraries older than the field
+ * reject the key): mount type 0.4.0; deviceNode hostPath or a device name not starting
+ * with a letter 0.5.0; annotations or a dot in the class 0.6.0; intelRdt or
+ * additionalGids 0.7.0; netDevices, intelRdt.schemata/enableMonitoring 1.1.0. Any tree
+ * shape is accepted (malformed parts are ignored).
+ */
 const char *cdi_min_version(const cJSON *spec);
 /* -1, 0, 1 like strcmp for "X.Y.Z"; unparsable versions sort lowest. */
 int cdi_version_compare(const char *a, const char *b);
@@ -41,14 +48,33 @@ int cdi_version_compare(const char *a, const char *b);
  * Validates a spec tree as the CDI libraries would: required fields, no unknown
  * fields, kind and names, unique device names, non-empty edits, absolute paths, hook
  * names, env "K=V", a known cdiVersion not lower than cdi_min_version(). On failure
- * returns -EINVAL and writes a one-line reason (naming the JSON path) into err.
+ * returns -EINVAL and writes a one-line reason (naming the JSON path) into err, e.g.
+ * `devices[3].containerEdits.deviceNodes[0].path: "dev/x" is not absolute` or
+ * `cdiVersion: "0.4.0" is lower than 0.5.0, which devices[0].name needs`; -ENOMEM.
+ * A dot in the class is accepted when the declared version is 0.6.0 or later (unlike
+ * cdi_kind_is_valid). Stricter than the Go library on: hook timeout >= 1, major/minor
+ * and ids within uint32, netDevice names as the kernel accepts them. err may be NULL.
  */
 int cdi_spec_validate(const cJSON *spec, char *err, size_t errlen);
 
-/* Serialises (JSON pretty-printed, or YAML through libyaml); trailing newline. */
+/*
+ * Serialises (JSON pretty-printed with 2-space indent, or block-style YAML through
+ * libyaml); deterministic, key order kept, trailing newline, *ret_buf malloc'd and
+ * NUL-terminated. YAML strings a YAML 1.1/1.2 reader could type otherwise ("0", "true",
+ * "y", "null", "", "1.5", ...) are double-quoted. -EINVAL for invalid UTF-8 or
+ * non-finite numbers, -ELOOP for nesting deeper than 64, -ENOMEM.
+ */
 int cdi_spec_format(const cJSON *spec, enum cdi_format fmt, char **ret_buf, size_t *ret_len);
 
-/* Parses JSON or YAML text into a tree (not validated). -EBADMSG with line:column in err. */
+/*
+ * Parses JSON or YAML text (len bytes, need not be NUL-terminated) into a tree, not
+ * validated. -EBADMSG with "line:column: reason" in err (a JSON duplicate key gives
+ * "<path>: duplicate key" instead), -EFBIG beyond CDI_SPEC_MAX_BYTES, -ENOMEM. Both
+ * refuse duplicate keys, nesting deeper than 64, invalid UTF-8 and NUL characters.
+ * YAML is typed like Go's YAML 1.1 reader: plain 12, 0x1f, 1.5 are numbers, y/yes/on/
+ * true (and n/no/off/false) bools, ~/null/empty null; quoted scalars are strings;
+ * anchors, aliases, merge keys and tags other than !!str are refused. err may be NULL.
+ */
 int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret_spec, char *err,
 		   size_t errlen);
 
@@ -68,6 +94,9 @@ enum cdi_write_result { CDI_WRITE_UNCHANGED = 0, CDI_WRITE_UPDATED = 1 };
  * When the existing file already holds exactly buf with mode 0644, nothing is touched
  * and CDI_WRITE_UNCHANGED is returned. Never follows symlinks. Does not log.
  */
+/* Returns CDI_WRITE_UPDATED or CDI_WRITE_UNCHANGED, or -errno (-EINVAL for a name with
+ * '/' or "."/".."; a symlinked dir gives -ELOOP or -ENOTDIR). On failure the previous
+ * file is intact and no temp file is left. */
 int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, size_t len);
 
 /*
