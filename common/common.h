@@ -105,6 +105,8 @@ void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 
  * length. Never logs.
  */
 int read_attr_at(int dirfd, const char *path, char *buf, size_t size);
+/* The same on an open fd: one read(), so a sysfs attribute is read atomically. */
+int read_attr_fd(int fd, char *buf, size_t size);
 
 /*
  * Reads a whole regular file relative to dirfd (AT_FDCWD for cwd), at most max bytes

@@ -6,16 +6,12 @@
 
 #include "common.h"
 
-int read_attr_at(int dirfd, const char *path, char *buf, size_t size)
+int read_attr_fd(int fd, char *buf, size_t size)
 {
-	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
 	if (size < 2)
 		return -EINVAL;
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
 	do
 		n = read(fd, buf, size);
 	while (n < 0 && errno == EINTR);
@@ -30,6 +26,16 @@ int read_attr_at(int dirfd, const char *path, char *buf, size_t size)
 	if (memchr(buf, '\0', (size_t)n))
 		return -EBADMSG;
 	return (int)n;
+}
+
+int read_attr_at(int dirfd, const char *path, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return read_attr_fd(fd, buf, size);
 }
 
 int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len)

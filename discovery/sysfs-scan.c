@@ -372,33 +372,13 @@ static int open_beneath(struct scan *s, int dirfd, const char *path, int flags)
 	}
 }
 
-/* One read() into buf; trailing newlines stripped; -EFBIG when it does not fit. */
-static int read_fd_attr(int fd, char *buf, size_t size)
-{
-	ssize_t n;
-
-	do
-		n = read(fd, buf, size);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= size)
-		return -EFBIG;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	buf[n] = '\0';
-	if (memchr(buf, '\0', (size_t)n))
-		return -EBADMSG;
-	return (int)n;
-}
-
 static int read_beneath(struct scan *s, int dirfd, const char *path, char *buf, size_t size)
 {
 	_cleanup_close_ int fd = open_beneath(s, dirfd, path, O_RDONLY);
 
 	if (fd < 0)
 		return fd;
-	return read_fd_attr(fd, buf, size);
+	return read_attr_fd(fd, buf, size);
 }
 
 static int read_in_root(struct scan *s, const char *path, char *buf, size_t size)
@@ -407,7 +387,7 @@ static int read_in_root(struct scan *s, const char *path, char *buf, size_t size
 
 	if (fd < 0)
 		return fd;
-	return read_fd_attr(fd, buf, size);
+	return read_attr_fd(fd, buf, size);
 }
 
 /* Reads a link's target (bounded, NUL-terminated). */
@@ -524,6 +504,29 @@ static int list_dir(int fd, bool (*keep)(const char *), size_t max, struct names
 oom:
 	names_clear(&l);
 	return -ENOMEM;
+}
+
+/*
+ * Lists the entries of a class directory that keep() accepts into ret (empty when the
+ * class is absent). Entries beyond the cap are reported, not silently dropped.
+ */
+static int list_class(struct scan *s, const char *cls, bool (*keep)(const char *),
+		      struct names *ret)
+{
+	int fd, over;
+
+	fd = open_in_root(s, cls, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return 0;
+	over = list_dir(fd, keep, DISC_MAX_CLASS_ENTRIES, ret);
+	if (over == -ENOMEM)
+		s->oom = true;
+	if (over < 0)
+		return over;
+	if (over > 0)
+		problem(s, "%s: more than %d entries, ignoring %d", cls, DISC_MAX_CLASS_ENTRIES,
+			over);
+	return 0;
 }
 
 static bool digits_after(const char *s, size_t skip)
@@ -898,17 +901,10 @@ static void scan_uverbs(struct scan *s)
 	const char *cls = "class/infiniband_verbs";
 	struct names l = {};
 	char path[PATH_BUF], ibdev[DISC_NAME_MAX + 1];
-	int fd, over, r;
+	int r;
 
-	fd = open_in_root(s, cls, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
+	if (list_class(s, cls, is_uverbs_name, &l) < 0)
 		return;
-	over = list_dir(fd, is_uverbs_name, DISC_MAX_CLASS_ENTRIES, &l);
-	if (over < 0) {
-		if (over == -ENOMEM)
-			s->oom = true;
-		return;
-	}
 	for (size_t i = 0; i < l.n; i++) {
 		struct disc_chardev c = {};
 		struct disc_device *dev;
@@ -944,17 +940,10 @@ static void scan_mad(struct scan *s)
 	const char *cls = "class/infiniband_mad";
 	struct names l = {};
 	char path[PATH_BUF], ibdev[DISC_NAME_MAX + 1], buf[DISC_ATTR_MAX];
-	int fd, over, r;
+	int r;
 
-	fd = open_in_root(s, cls, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
+	if (list_class(s, cls, is_mad_name, &l) < 0)
 		return;
-	over = list_dir(fd, is_mad_name, DISC_MAX_CLASS_ENTRIES, &l);
-	if (over < 0) {
-		if (over == -ENOMEM)
-			s->oom = true;
-		return;
-	}
 	for (size_t i = 0; i < l.n; i++) {
 		bool issm = l.v[i][0] == 'i';
 		struct disc_chardev c = {};
@@ -1036,7 +1025,7 @@ int disc_scan_with(const struct disc_options *opts, bool use_openat2, struct dis
 	struct scan s = {.root_fd = -1, .devib_fd = -1};
 	struct names l = {};
 	_cleanup_close_ int probe = -1;
-	int fd, r, over;
+	int r;
 
 	s.dev_root = opts && opts->dev_root ? opts->dev_root : "/dev";
 	s.root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1058,17 +1047,12 @@ int disc_scan_with(const struct disc_options *opts, bool use_openat2, struct dis
 			s.devib_fd = openat(devfd, "infiniband", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 
-	fd = open_in_root(&s, "class/infiniband", O_RDONLY | O_DIRECTORY);
-	if (fd >= 0) {
-		over = list_dir(fd, NULL, DISC_MAX_CLASS_ENTRIES, &l);
-		if (over < 0) {
-			r = over;
-			goto finish;
-		}
-		for (size_t i = 0; i < l.n && !s.oom; i++)
-			scan_device(&s, l.v[i]);
-		names_clear(&l);
-	}
+	r = list_class(&s, "class/infiniband", NULL, &l);
+	if (r < 0)
+		goto finish;
+	for (size_t i = 0; i < l.n && !s.oom; i++)
+		scan_device(&s, l.v[i]);
+	names_clear(&l);
 	if (s.node->n_devices > 1)
 		qsort(s.node->devices, s.node->n_devices, sizeof(*s.node->devices), device_cmp);
 
