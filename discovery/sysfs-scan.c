@@ -559,12 +559,20 @@ static bool is_mad_name(const char *s)
 
 /* ---- one RDMA device ---------------------------------------------------------------- */
 
-static void fill_netdev_from_function(struct scan *s, int pcifd, struct disc_port *ports, size_t n)
+/*
+ * The function's interfaces belong to its main RDMA device: a ConnectX-8 "smiN" (the
+ * kernel's SMI device, always named so) next to mlx5_N on one function must not claim
+ * mlx5_N's netdev.
+ */
+static void fill_netdev_from_function(struct scan *s, int pcifd, const char *ibdev,
+				      struct disc_port *ports, size_t n)
 {
 	struct names net = {};
 	int fd;
 
 	if (pcifd < 0)
+		return;
+	if (strncmp(ibdev, "smi", 3) == 0 && digits_after(ibdev, 3))
 		return;
 	fd = open_beneath(s, pcifd, "net", O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
@@ -657,7 +665,7 @@ static void scan_ports(struct scan *s, int devfd, struct disc_device *dev, int p
 	 * interface of the function's net/. */
 	for (size_t i = 0; i < l.n; i++)
 		if (!ports[i].netdev[0]) {
-			fill_netdev_from_function(s, pcifd, ports, l.n);
+			fill_netdev_from_function(s, pcifd, dev->name, ports, l.n);
 			break;
 		}
 	dev->ports = TAKE_PTR(ports);

@@ -292,12 +292,14 @@ static void test_quirks(void)
 		char name[32];
 
 		EQ_INT(smi->ports[i].num, i + 1, "smi1 port number");
+		EQ_STR(smi->ports[i].netdev, "", "smi1 does not claim mlx5_0's netdev");
 		snprintf(name, sizeof(name), "umad%zu", i + 1);
 		check_chardev(&smi->ports[i].umad, name, 231, (unsigned)i + 1, true);
 		snprintf(name, sizeof(name), "issm%zu", i + 1);
 		check_chardev(&smi->ports[i].issm, name, 231, 64 + (unsigned)i + 1, true);
 	}
 	OK(d->ports[0].has_umad && !d->ports[0].has_issm, "mlx5_0: umad0, no issm0");
+	EQ_STR(d->ports[0].netdev, "ibp11s0", "mlx5_0 keeps the function's netdev");
 	check_chardev(&d->ports[0].umad, "umad0", 231, 0, true);
 	OK(disc_device_healthy(d), "mlx5_0 healthy");
 
