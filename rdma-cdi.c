@@ -25,7 +25,12 @@ enum {
 	EXIT_LIST_PROBLEMS = 4,
 };
 
-enum command { CMD_DISCOVER = 1 << 0, CMD_GENERATE = 1 << 1, CMD_LIST = 1 << 2, CMD_BRIDGE = 1 << 3 };
+enum command {
+	CMD_DISCOVER = 1 << 0,
+	CMD_GENERATE = 1 << 1,
+	CMD_LIST = 1 << 2,
+	CMD_BRIDGE = 1 << 3
+};
 
 #define MAX_SPEC_DIRS 8
 
@@ -64,82 +69,83 @@ static const struct {
 	int opt;
 	unsigned cmds;
 } option_scope[] = {
-	{ OPT_SYSFS_ROOT, CMD_DISCOVER | CMD_GENERATE | CMD_BRIDGE },
-	{ OPT_DEV_ROOT, CMD_DISCOVER | CMD_GENERATE | CMD_BRIDGE },
-	{ OPT_SPEC_DIR, CMD_GENERATE | CMD_LIST | CMD_BRIDGE },
-	{ OPT_OUTPUT, CMD_GENERATE },
-	{ OPT_KIND, CMD_GENERATE | CMD_BRIDGE },
-	{ OPT_FORMAT, CMD_GENERATE },
-	{ OPT_WITH_MAD, CMD_GENERATE | CMD_BRIDGE },
-	{ OPT_HOOK_PATH, CMD_GENERATE | CMD_BRIDGE },
-	{ OPT_MEMLOCK, CMD_GENERATE | CMD_BRIDGE },
-	{ OPT_JSON, CMD_DISCOVER },
-	{ OPT_PLUGIN_DIR, CMD_BRIDGE },
-	{ OPT_RESOURCE, CMD_BRIDGE },
-	{ OPT_STRATEGY, CMD_BRIDGE },
-	{ OPT_SHARED, CMD_BRIDGE },
+    {OPT_SYSFS_ROOT, CMD_DISCOVER | CMD_GENERATE | CMD_BRIDGE},
+    {OPT_DEV_ROOT, CMD_DISCOVER | CMD_GENERATE | CMD_BRIDGE},
+    {OPT_SPEC_DIR, CMD_GENERATE | CMD_LIST | CMD_BRIDGE},
+    {OPT_OUTPUT, CMD_GENERATE},
+    {OPT_KIND, CMD_GENERATE | CMD_BRIDGE},
+    {OPT_FORMAT, CMD_GENERATE},
+    {OPT_WITH_MAD, CMD_GENERATE | CMD_BRIDGE},
+    {OPT_HOOK_PATH, CMD_GENERATE | CMD_BRIDGE},
+    {OPT_MEMLOCK, CMD_GENERATE | CMD_BRIDGE},
+    {OPT_JSON, CMD_DISCOVER},
+    {OPT_PLUGIN_DIR, CMD_BRIDGE},
+    {OPT_RESOURCE, CMD_BRIDGE},
+    {OPT_STRATEGY, CMD_BRIDGE},
+    {OPT_SHARED, CMD_BRIDGE},
 };
 
 static const struct option long_options[] = {
-	{ "sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT },
-	{ "dev-root", required_argument, NULL, OPT_DEV_ROOT },
-	{ "spec-dir", required_argument, NULL, OPT_SPEC_DIR },
-	{ "output", required_argument, NULL, OPT_OUTPUT },
-	{ "kind", required_argument, NULL, OPT_KIND },
-	{ "format", required_argument, NULL, OPT_FORMAT },
-	{ "with-mad", no_argument, NULL, OPT_WITH_MAD },
-	{ "hook-path", required_argument, NULL, OPT_HOOK_PATH },
-	{ "memlock", required_argument, NULL, OPT_MEMLOCK },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR },
-	{ "resource", required_argument, NULL, OPT_RESOURCE },
-	{ "device-list-strategy", required_argument, NULL, OPT_STRATEGY },
-	{ "shared", required_argument, NULL, OPT_SHARED },
-	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
-	{ "help", no_argument, NULL, 'h' },
-	{},
+    {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT},
+    {"dev-root", required_argument, NULL, OPT_DEV_ROOT},
+    {"spec-dir", required_argument, NULL, OPT_SPEC_DIR},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"kind", required_argument, NULL, OPT_KIND},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"with-mad", no_argument, NULL, OPT_WITH_MAD},
+    {"hook-path", required_argument, NULL, OPT_HOOK_PATH},
+    {"memlock", required_argument, NULL, OPT_MEMLOCK},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR},
+    {"resource", required_argument, NULL, OPT_RESOURCE},
+    {"device-list-strategy", required_argument, NULL, OPT_STRATEGY},
+    {"shared", required_argument, NULL, OPT_SHARED},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"help", no_argument, NULL, 'h'},
+    {},
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: rdma-cdi COMMAND [OPTIONS]\n"
-		"\n"
-		"Gives containers RDMA devices through the Container Device Interface.\n"
-		"\n"
-		"Commands:\n"
-		"  discover          show the RDMA devices of this node (--json for scripts)\n"
-		"  generate          write the CDI spec for them\n"
-		"  list              list the CDI device names in the spec directories\n"
-		"  bridge            run the kubelet device plugin\n"
-		"  version           print the version\n"
-		"\n"
-		"Options:\n"
-		"  --sysfs-root DIR            sysfs to read (default /sys)\n"
-		"  --dev-root DIR              where the device nodes live (default /dev)\n"
-		"  --spec-dir DIR              CDI spec directory (default /etc/cdi; list: "
-		"/etc/cdi and /var/run/cdi; repeatable)\n"
-		"  --output FILE               generate: write the spec here instead, - for stdout\n"
-		"  --kind VENDOR/CLASS         CDI kind (default " SPEC_DEFAULT_KIND ")\n"
-		"  --format json|yaml          generate: spec format (default json)\n"
-		"  --with-mad                  also give each HCA its umadN/issmN nodes\n"
-		"  --hook-path PATH            the memlock hook the spec runs (default %s)\n"
-		"  --memlock unlimited|BYTES   RLIMIT_MEMLOCK the hook sets (K, M, G suffixes)\n"
-		"  --json                      discover: print JSON\n"
-		"  --plugin-dir DIR            bridge: kubelet device-plugin dir (default "
-		BRIDGE_DEFAULT_PLUGIN_DIR ")\n"
-		"  --resource NAME             bridge: extended resource (default "
-		BRIDGE_DEFAULT_RESOURCE ")\n"
-		"  --device-list-strategy LIST bridge: cdi-cri,cdi-annotations,device-specs\n"
-		"                              (default cdi-cri,cdi-annotations)\n"
-		"  --shared N                  bridge: advertise each HCA N times\n"
-		"  --log-level LEVEL           error, warning, info (default), debug\n"
-		"  --log-format text|json      log line format\n"
-		"\n"
-		"Exit status: 0 success, 1 failure, 2 bad usage, 3 no usable RDMA device,\n"
-		"4 list found invalid spec files or conflicting names.\n",
-		RDMA_CDI_HOOK_PATH);
+	fprintf(
+	    f,
+	    "Usage: rdma-cdi COMMAND [OPTIONS]\n"
+	    "\n"
+	    "Gives containers RDMA devices through the Container Device Interface.\n"
+	    "\n"
+	    "Commands:\n"
+	    "  discover          show the RDMA devices of this node (--json for scripts)\n"
+	    "  generate          write the CDI spec for them\n"
+	    "  list              list the CDI device names in the spec directories\n"
+	    "  bridge            run the kubelet device plugin\n"
+	    "  version           print the version\n"
+	    "\n"
+	    "Options:\n"
+	    "  --sysfs-root DIR            sysfs to read (default /sys)\n"
+	    "  --dev-root DIR              where the device nodes live (default /dev)\n"
+	    "  --spec-dir DIR              CDI spec directory (default /etc/cdi; list: "
+	    "/etc/cdi and /var/run/cdi; repeatable)\n"
+	    "  --output FILE               generate: write the spec here instead, - for stdout\n"
+	    "  --kind VENDOR/CLASS         CDI kind (default " SPEC_DEFAULT_KIND ")\n"
+	    "  --format json|yaml          generate: spec format (default json)\n"
+	    "  --with-mad                  also give each HCA its umadN/issmN nodes\n"
+	    "  --hook-path PATH            the memlock hook the spec runs (default %s)\n"
+	    "  --memlock unlimited|BYTES   RLIMIT_MEMLOCK the hook sets (K, M, G suffixes)\n"
+	    "  --json                      discover: print JSON\n"
+	    "  --plugin-dir DIR            bridge: kubelet device-plugin dir "
+	    "(default " BRIDGE_DEFAULT_PLUGIN_DIR ")\n"
+	    "  --resource NAME             bridge: extended resource "
+	    "(default " BRIDGE_DEFAULT_RESOURCE ")\n"
+	    "  --device-list-strategy LIST bridge: cdi-cri,cdi-annotations,device-specs\n"
+	    "                              (default cdi-cri,cdi-annotations)\n"
+	    "  --shared N                  bridge: advertise each HCA N times\n"
+	    "  --log-level LEVEL           error, warning, info (default), debug\n"
+	    "  --log-format text|json      log line format\n"
+	    "\n"
+	    "Exit status: 0 success, 1 failure, 2 bad usage, 3 no usable RDMA device,\n"
+	    "4 list found invalid spec files or conflicting names.\n",
+	    RDMA_CDI_HOOK_PATH);
 }
 
 /* The hook's own parser: the spec never carries a value the hook would refuse. */
@@ -156,10 +162,10 @@ static int parse_command(const char *s, enum command *ret)
 		const char *name;
 		enum command cmd;
 	} table[] = {
-		{ "discover", CMD_DISCOVER },
-		{ "generate", CMD_GENERATE },
-		{ "list", CMD_LIST },
-		{ "bridge", CMD_BRIDGE },
+	    {"discover", CMD_DISCOVER},
+	    {"generate", CMD_GENERATE},
+	    {"list", CMD_LIST},
+	    {"bridge", CMD_BRIDGE},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(table); i++)
@@ -216,10 +222,11 @@ static int parse_options(struct cli *cli, int argc, char **argv)
 			break;
 		case OPT_KIND:
 			if (!cdi_kind_is_valid(optarg)) {
-				log_error("--kind %s: not a CDI kind: expected vendor/class, each at "
-					  "least 2 characters of letters, digits, '_', '-' (and '.' "
-					  "in the vendor), starting with a letter",
-					  optarg);
+				log_error(
+				    "--kind %s: not a CDI kind: expected vendor/class, each at "
+				    "least 2 characters of letters, digits, '_', '-' (and '.' "
+				    "in the vendor), starting with a letter",
+				    optarg);
 				return EXIT_USAGE;
 			}
 			cli->spec.kind = optarg;
@@ -275,9 +282,10 @@ static int parse_options(struct cli *cli, int argc, char **argv)
 			break;
 		case OPT_STRATEGY:
 			if (bridge_parse_strategies(optarg, &cli->bridge.strategies) < 0) {
-				log_error("--device-list-strategy %s: expected a comma-separated list "
-					  "of cdi-cri, cdi-annotations, device-specs",
-					  optarg);
+				log_error(
+				    "--device-list-strategy %s: expected a comma-separated list "
+				    "of cdi-cri, cdi-annotations, device-specs",
+				    optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -469,7 +477,7 @@ static int cmd_generate(struct cli *cli)
 
 static int cmd_list(const struct cli *cli)
 {
-	static const char *const default_dirs[] = { SPEC_DEFAULT_DIR, SPEC_DYNAMIC_DIR };
+	static const char *const default_dirs[] = {SPEC_DEFAULT_DIR, SPEC_DYNAMIC_DIR};
 	const char *const *dirs = cli->n_spec_dirs ? cli->spec_dirs : default_dirs;
 	size_t n = cli->n_spec_dirs ? cli->n_spec_dirs : ELEMENTSOF(default_dirs);
 	struct cdi_listing *l = NULL;

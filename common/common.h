@@ -93,9 +93,24 @@ void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 
 #define log_warning(...) log_msg(LOG_LVL_WARNING, 0, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_LVL_ERROR, 0, __VA_ARGS__)
 /* Logs with ": <strerror(-r)>" appended and evaluates to r (negative). */
-#define log_error_errno(r, ...) ({ int _r = (r); log_msg(LOG_LVL_ERROR, _r, __VA_ARGS__); _r; })
-#define log_warning_errno(r, ...) ({ int _r = (r); log_msg(LOG_LVL_WARNING, _r, __VA_ARGS__); _r; })
-#define log_debug_errno(r, ...) ({ int _r = (r); log_msg(LOG_LVL_DEBUG, _r, __VA_ARGS__); _r; })
+#define log_error_errno(r, ...)                                                                    \
+	({                                                                                         \
+		int _r = (r);                                                                      \
+		log_msg(LOG_LVL_ERROR, _r, __VA_ARGS__);                                           \
+		_r;                                                                                \
+	})
+#define log_warning_errno(r, ...)                                                                  \
+	({                                                                                         \
+		int _r = (r);                                                                      \
+		log_msg(LOG_LVL_WARNING, _r, __VA_ARGS__);                                         \
+		_r;                                                                                \
+	})
+#define log_debug_errno(r, ...)                                                                    \
+	({                                                                                         \
+		int _r = (r);                                                                      \
+		log_msg(LOG_LVL_DEBUG, _r, __VA_ARGS__);                                           \
+		_r;                                                                                \
+	})
 
 /* ---- file reading ---------------------------------------------------------------- */
 

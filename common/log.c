@@ -11,10 +11,10 @@ static bool log_json;
 static const char *log_ident = "rdma-cdi";
 
 static const char *const level_names[] = {
-	[LOG_LVL_ERROR] = "error",
-	[LOG_LVL_WARNING] = "warning",
-	[LOG_LVL_INFO] = "info",
-	[LOG_LVL_DEBUG] = "debug",
+    [LOG_LVL_ERROR] = "error",
+    [LOG_LVL_WARNING] = "warning",
+    [LOG_LVL_INFO] = "info",
+    [LOG_LVL_DEBUG] = "debug",
 };
 
 void log_set_level(enum log_level level)
@@ -63,7 +63,8 @@ void log_msg(enum log_level level, int error, const char *fmt, ...)
 		return;
 	if (error != 0) {
 		size_t len = strlen(msg);
-		snprintf(msg + len, sizeof(msg) - len, ": %s", strerror(error < 0 ? -error : error));
+		snprintf(msg + len, sizeof(msg) - len, ": %s",
+			 strerror(error < 0 ? -error : error));
 	}
 	/* One event, one line: never let hostile input split a log line. */
 	for (char *p = msg; *p; p++)

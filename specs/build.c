@@ -212,8 +212,7 @@ bool spec_is_ours(const cJSON *spec, const char *kind)
 
 	if (!cJSON_IsString(k) || strcmp(k->valuestring, kind) != 0)
 		return false;
-	cJSON_ArrayForEach(h, hooks)
-	{
+	cJSON_ArrayForEach (h, hooks) {
 		const cJSON *args = cJSON_GetObjectItemCaseSensitive(h, "args");
 		const cJSON *arg0 = cJSON_GetArrayItem(args, 0);
 

@@ -116,7 +116,7 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 {
 	const char *dir = opts->spec_dir ? opts->spec_dir : SPEC_DEFAULT_DIR;
 	enum cdi_format other_fmt =
-		opts->format == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON;
+	    opts->format == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON;
 	const cJSON *kind_item = cJSON_GetObjectItemCaseSensitive(spec, "kind");
 	_cleanup_free_ char *buf = NULL, *name = NULL, *other = NULL, *path = NULL;
 	_cleanup_close_ int dirfd = -1;
@@ -153,9 +153,10 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		}
 		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, &owner);
 		if (r >= 0 && owner == OWNER_OTHER) {
-			snprintf(err, errlen,
-				 "%s exists and was not written by rdma-cdi, refusing to replace it",
-				 path);
+			snprintf(
+			    err, errlen,
+			    "%s exists and was not written by rdma-cdi, refusing to replace it",
+			    path);
 			return -EEXIST;
 		}
 		if (r >= 0)

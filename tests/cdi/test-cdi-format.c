@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cdi-internal.h"
-#include "tap.h"
+#include "../tap.h"
 
 static cJSON *parse_q(const char *text)
 {

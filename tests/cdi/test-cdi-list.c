@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "cdi-internal.h"
-#include "tap.h"
+#include "../tap.h"
 
 static char base[] = "/tmp/test-cdi-list.XXXXXX";
 

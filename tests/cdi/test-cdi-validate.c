@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cdi-internal.h"
-#include "tap.h"
+#include "../tap.h"
 
 /* Single quotes in the test texts stand for double quotes. */
 static cJSON *parse_q(const char *text)

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "cdi-internal.h"
-#include "tap.h"
+#include "../tap.h"
 
 static char base[] = "/tmp/test-cdi-write.XXXXXX";
 

@@ -4,7 +4,7 @@
  * checked field by field on the fixtures. Also the pure string helpers behind the scan.
  * Usage: test-discovery-json PYTHON3 MKSYSFS_PY TESTS_DATA_DIR (TAP on stdout).
  */
-#include "tap.h"
+#include "fixture-util.h"
 
 #include "discovery-internal.h"
 #include "discovery.h"
@@ -36,7 +36,7 @@ static cJSON *fixture_json(const char *profile, const char *omit)
 	j = disc_node_to_json(node);
 	text = j ? cJSON_PrintUnformatted(j) : NULL;
 	parsed = text ? cJSON_Parse(text) : NULL;
-	OK(parsed != NULL, "%s: JSON prints and parses back", profile);
+	ok(parsed != NULL, "%s: JSON prints and parses back", profile);
 	if (!parsed)
 		exit(1);
 	free(text);
@@ -106,12 +106,12 @@ static void test_dgx(void)
 	bool keys = true, pkeys = true, idx = true;
 
 	printf("# dgx JSON\n");
-	OK(is_int(get(root, "version"), 1), "version 1");
-	OK(cJSON_GetArraySize(get(root, "devices")) == 10, "10 devices");
-	OK(cJSON_IsArray(get(root, "problems")) && cJSON_GetArraySize(get(root, "problems")) == 0,
+	ok(is_int(get(root, "version"), 1), "version 1");
+	ok(cJSON_GetArraySize(get(root, "devices")) == 10, "10 devices");
+	ok(cJSON_IsArray(get(root, "problems")) && cJSON_GetArraySize(get(root, "problems")) == 0,
 	   "problems is an empty array");
 	u = get(root, "rdma_cm");
-	OK(u && is_int(get(u, "major"), 10) && is_int(get(u, "minor"), 57) &&
+	ok(u && is_int(get(u, "major"), 10) && is_int(get(u, "minor"), 57) &&
 	       cJSON_IsTrue(get(u, "present")) && !strcmp(str(u, "name"), "rdma_cm"),
 	   "rdma_cm {name, major 10, minor 57, present}");
 	cJSON_ArrayForEach (d, get(root, "devices")) {
@@ -122,40 +122,40 @@ static void test_dgx(void)
 			pkeys = pkeys &&
 				exact_keys(p, port_keys, sizeof(port_keys) / sizeof(*port_keys));
 	}
-	OK(keys, "every device has exactly the documented keys");
-	OK(pkeys, "every port has exactly the documented keys");
-	OK(idx, "index = position in PCI order");
-	OK(is_int(get(device_named(root, "mlx5_9"), "cdi_index"), 9),
+	ok(keys, "every device has exactly the documented keys");
+	ok(pkeys, "every port has exactly the documented keys");
+	ok(idx, "index = position in PCI order");
+	ok(is_int(get(device_named(root, "mlx5_9"), "cdi_index"), 9),
 	   "all usable: cdi_index = index");
 
 	d = device_named(root, "mlx5_8");
-	OK(is_int(get(d, "index"), 4), "mlx5_8 is index 4 (PCI order)");
+	ok(is_int(get(d, "index"), 4), "mlx5_8 is index 4 (PCI order)");
 	EQ_STR(str(d, "pci"), "0000:5e:00.0", "mlx5_8 pci");
 	EQ_STR(str(d, "vendor_id"), "0x15b3", "vendor_id hex string");
 	EQ_STR(str(d, "device_id"), "0x101d", "device_id hex string");
 	EQ_STR(str(d, "driver"), "mlx5_core", "driver");
-	OK(is_int(get(d, "numa_node"), 0), "numa_node 0");
-	OK(cJSON_IsTrue(get(d, "pf")) && cJSON_IsFalse(get(d, "vf")) &&
+	ok(is_int(get(d, "numa_node"), 0), "numa_node 0");
+	ok(cJSON_IsTrue(get(d, "pf")) && cJSON_IsFalse(get(d, "vf")) &&
 	       cJSON_IsNull(get(d, "vf_of")),
 	   "PF: pf true, vf false, vf_of null");
-	OK(cJSON_IsTrue(get(d, "usable")) && cJSON_IsTrue(get(d, "healthy")), "usable, healthy");
+	ok(cJSON_IsTrue(get(d, "usable")) && cJSON_IsTrue(get(d, "healthy")), "usable, healthy");
 	u = get(d, "uverbs");
-	OK(u && !strcmp(str(u, "name"), "uverbs8") && is_int(get(u, "major"), 231) &&
+	ok(u && !strcmp(str(u, "name"), "uverbs8") && is_int(get(u, "major"), 231) &&
 	       is_int(get(u, "minor"), 200) && cJSON_IsTrue(get(u, "present")),
 	   "uverbs {uverbs8, 231, 200, present}");
 	p = cJSON_GetArrayItem(get(d, "ports"), 0);
-	OK(is_int(get(p, "port"), 1), "port 1");
+	ok(is_int(get(p, "port"), 1), "port 1");
 	EQ_STR(str(p, "link_layer"), "Ethernet", "link_layer");
 	EQ_STR(str(p, "state"), "ACTIVE", "state name");
-	OK(is_int(get(p, "state_id"), 4), "state_id 4");
+	ok(is_int(get(p, "state_id"), 4), "state_id 4");
 	EQ_STR(str(p, "phys_state"), "LinkUp", "phys_state name");
-	OK(is_int(get(p, "phys_state_id"), 5), "phys_state_id 5");
+	ok(is_int(get(p, "phys_state_id"), 5), "phys_state_id 5");
 	EQ_STR(str(p, "netdev"), "ens1np0", "netdev");
-	OK(get(p, "umad") && cJSON_IsObject(get(p, "umad")) && cJSON_IsNull(get(p, "issm")),
+	ok(get(p, "umad") && cJSON_IsObject(get(p, "umad")) && cJSON_IsNull(get(p, "issm")),
 	   "umad object, issm null");
 
 	d = device_named(root, "mlx5_9");
-	OK(cJSON_IsTrue(get(d, "usable")) && cJSON_IsFalse(get(d, "healthy")),
+	ok(cJSON_IsTrue(get(d, "usable")) && cJSON_IsFalse(get(d, "healthy")),
 	   "mlx5_9 usable but not healthy (port DOWN)");
 	p = cJSON_GetArrayItem(get(d, "ports"), 0);
 	EQ_STR(str(p, "state"), "DOWN", "mlx5_9 state");
@@ -169,10 +169,10 @@ static void test_sriov(void)
 
 	printf("# sriov JSON\n");
 	d = device_named(root, "mlx5_3");
-	OK(cJSON_IsFalse(get(d, "pf")) && cJSON_IsTrue(get(d, "vf")), "VF: pf false, vf true");
+	ok(cJSON_IsFalse(get(d, "pf")) && cJSON_IsTrue(get(d, "vf")), "VF: pf false, vf true");
 	EQ_STR(str(d, "vf_of"), "0000:3b:00.0", "vf_of = PF address");
 	EQ_STR(str(d, "node_guid"), "0000:0000:0000:0000", "zero GUID kept as is");
-	OK(is_int(get(d, "numa_node"), 1), "numa_node 1");
+	ok(is_int(get(d, "numa_node"), 1), "numa_node 1");
 	cJSON_Delete(root);
 }
 
@@ -183,41 +183,41 @@ static void test_quirks(void)
 
 	printf("# quirks JSON\n");
 	d = device_named(root, "ibp12s0");
-	OK(cJSON_IsNull(get(d, "numa_node")), "garbage numa_node -> null");
+	ok(cJSON_IsNull(get(d, "numa_node")), "garbage numa_node -> null");
 	d = device_named(root, "smi1");
-	OK(cJSON_IsNull(get(d, "uverbs")) && cJSON_IsFalse(get(d, "usable")) &&
+	ok(cJSON_IsNull(get(d, "uverbs")) && cJSON_IsFalse(get(d, "usable")) &&
 	       cJSON_IsFalse(get(d, "healthy")),
 	   "smi1: uverbs null, not usable, not healthy");
-	OK(cJSON_GetArraySize(get(d, "ports")) == 4, "smi1 has 4 ports");
+	ok(cJSON_GetArraySize(get(d, "ports")) == 4, "smi1 has 4 ports");
 	d = device_named(root, "mlx5_0");
 	p = cJSON_GetArrayItem(get(d, "ports"), 0);
-	OK(cJSON_IsObject(get(p, "umad")) && cJSON_IsNull(get(p, "issm")),
+	ok(cJSON_IsObject(get(p, "umad")) && cJSON_IsNull(get(p, "issm")),
 	   "mlx5_0: umad, issm null");
 	d = device_named(root, "mlx5_bond_0");
-	OK(is_int(get(get(d, "uverbs"), "major"), 511), "dynamic major in JSON");
+	ok(is_int(get(get(d, "uverbs"), "major"), 511), "dynamic major in JSON");
 	d = device_named(root, "mlx5_5");
-	OK(cJSON_IsFalse(get(get(d, "uverbs"), "present")) && cJSON_IsFalse(get(d, "healthy")),
+	ok(cJSON_IsFalse(get(get(d, "uverbs"), "present")) && cJSON_IsFalse(get(d, "healthy")),
 	   "omitted node: present false, healthy false");
 	d = device_named(root, "mlx5_4");
-	OK(cJSON_IsNull(get(d, "fw_ver")), "unknown fw_ver -> null");
+	ok(cJSON_IsNull(get(d, "fw_ver")), "unknown fw_ver -> null");
 	p = cJSON_GetArrayItem(get(d, "ports"), 0);
-	OK(cJSON_IsNull(get(p, "state")) && cJSON_IsNull(get(p, "state_id")),
+	ok(cJSON_IsNull(get(p, "state")) && cJSON_IsNull(get(p, "state_id")),
 	   "garbage state -> null, null");
 	d = device_named(root, "rocep59s0f0S88");
-	OK(cJSON_IsNull(get(d, "pci")) && cJSON_IsFalse(get(d, "pf")) &&
+	ok(cJSON_IsNull(get(d, "pci")) && cJSON_IsFalse(get(d, "pf")) &&
 	       cJSON_IsNull(get(d, "vendor_id")) && cJSON_IsNull(get(d, "numa_node")),
 	   "SF: pci null, pf false, vendor_id null, numa_node null");
-	OK(is_int(get(d, "index"), 9), "SF sorts last");
-	OK(is_int(get(d, "cdi_index"), 7), "SF cdi_index counts usable devices only");
-	OK(cJSON_IsNull(get(device_named(root, "smi1"), "cdi_index")), "unusable: cdi_index null");
-	OK(is_int(get(device_named(root, "ibp12s0"), "cdi_index"), 1) &&
+	ok(is_int(get(d, "index"), 9), "SF sorts last");
+	ok(is_int(get(d, "cdi_index"), 7), "SF cdi_index counts usable devices only");
+	ok(cJSON_IsNull(get(device_named(root, "smi1"), "cdi_index")), "unusable: cdi_index null");
+	ok(is_int(get(device_named(root, "ibp12s0"), "cdi_index"), 1) &&
 	       is_int(get(device_named(root, "ibp12s0"), "index"), 2),
 	   "ibp12s0: index 2, cdi_index 1");
 	probs = get(root, "problems");
-	OK(cJSON_GetArraySize(probs) >= 10, "quirks problems listed");
+	ok(cJSON_GetArraySize(probs) >= 10, "quirks problems listed");
 	cJSON_ArrayForEach (s, probs)
 		all_strings = all_strings && cJSON_IsString(s);
-	OK(all_strings, "problems are strings");
+	ok(all_strings, "problems are strings");
 	cJSON_Delete(root);
 }
 
@@ -229,7 +229,7 @@ static void test_empty(void)
 	cJSON *j;
 
 	printf("# empty node JSON\n");
-	OK(disc_scan(&o, &node) == 0, "empty root scans");
+	ok(disc_scan(&o, &node) == 0, "empty root scans");
 	j = node ? disc_node_to_json(node) : NULL;
 	text = j ? cJSON_PrintUnformatted(j) : NULL;
 	EQ_STR(text, "{\"version\":1,\"devices\":[],\"rdma_cm\":null,\"problems\":[]}",
@@ -263,38 +263,38 @@ static void test_helpers(void)
 		   out, sizeof(out)),
 	       -ENAMETOOLONG, "join overflow -> -ENAMETOOLONG");
 
-	OK(disc_pci_addr_valid("0000:3b:00.0"), "PCI address valid");
-	OK(disc_pci_addr_valid("10000:e1:1f.7"), "VMD 5-digit domain valid");
-	OK(!disc_pci_addr_valid("0000:3b:00.8"), "function 8 invalid");
-	OK(!disc_pci_addr_valid("mlx5_core.sf.2"), "aux device name invalid");
-	OK(!disc_pci_addr_valid("0000:3B:00.0"), "upper case invalid (kernel prints lower)");
-	OK(!disc_pci_addr_valid(""), "empty invalid");
-	OK(disc_pci_compare("0000:3b:00.2", "0000:3b:00.10") != 0, "compare handles garbage");
-	OK(disc_pci_compare("0000:3b:00.1", "0000:3b:01.0") < 0, "function < next device");
-	OK(disc_pci_compare("0001:00:00.0", "0000:ff:1f.7") > 0, "domain first");
-	OK(disc_pci_compare("10000:00:00.0", "0000:ff:00.0") > 0, "5-digit domain numeric");
+	ok(disc_pci_addr_valid("0000:3b:00.0"), "PCI address valid");
+	ok(disc_pci_addr_valid("10000:e1:1f.7"), "VMD 5-digit domain valid");
+	ok(!disc_pci_addr_valid("0000:3b:00.8"), "function 8 invalid");
+	ok(!disc_pci_addr_valid("mlx5_core.sf.2"), "aux device name invalid");
+	ok(!disc_pci_addr_valid("0000:3B:00.0"), "upper case invalid (kernel prints lower)");
+	ok(!disc_pci_addr_valid(""), "empty invalid");
+	ok(disc_pci_compare("0000:3b:00.2", "0000:3b:00.10") != 0, "compare handles garbage");
+	ok(disc_pci_compare("0000:3b:00.1", "0000:3b:01.0") < 0, "function < next device");
+	ok(disc_pci_compare("0001:00:00.0", "0000:ff:1f.7") > 0, "domain first");
+	ok(disc_pci_compare("10000:00:00.0", "0000:ff:00.0") > 0, "5-digit domain numeric");
 
-	OK(disc_parse_state("4: ACTIVE", &num, name, sizeof(name)) == 0 && num == 4 &&
+	ok(disc_parse_state("4: ACTIVE", &num, name, sizeof(name)) == 0 && num == 4 &&
 	       !strcmp(name, "ACTIVE"),
 	   "parse '4: ACTIVE'");
-	OK(disc_parse_state("5: LinkUp", &num, name, sizeof(name)) == 0 && num == 5,
+	ok(disc_parse_state("5: LinkUp", &num, name, sizeof(name)) == 0 && num == 5,
 	   "parse '5: LinkUp'");
-	OK(disc_parse_state("xyz", &num, name, sizeof(name)) == -EINVAL, "'xyz' rejected");
-	OK(disc_parse_state("4:ACTIVE", &num, name, sizeof(name)) == -EINVAL, "no space rejected");
-	OK(disc_parse_state("4: ", &num, name, sizeof(name)) == -EINVAL, "no name rejected");
-	OK(disc_parse_state("99999: X", &num, name, sizeof(name)) == -EINVAL, "huge rejected");
-	OK(disc_parse_state("4: A\tB", &num, name, sizeof(name)) == -EINVAL, "control rejected");
-	OK(disc_parse_state("4: ABCDEFGHIJKLMNOPQRSTUVWXYZ", &num, name, sizeof(name)) == -EINVAL,
+	ok(disc_parse_state("xyz", &num, name, sizeof(name)) == -EINVAL, "'xyz' rejected");
+	ok(disc_parse_state("4:ACTIVE", &num, name, sizeof(name)) == -EINVAL, "no space rejected");
+	ok(disc_parse_state("4: ", &num, name, sizeof(name)) == -EINVAL, "no name rejected");
+	ok(disc_parse_state("99999: X", &num, name, sizeof(name)) == -EINVAL, "huge rejected");
+	ok(disc_parse_state("4: A\tB", &num, name, sizeof(name)) == -EINVAL, "control rejected");
+	ok(disc_parse_state("4: ABCDEFGHIJKLMNOPQRSTUVWXYZ", &num, name, sizeof(name)) == -EINVAL,
 	   "name too long rejected");
 
-	OK(disc_parse_pci_id("0x15b3", &id) == 0 && id == 0x15b3, "parse 0x15b3");
-	OK(disc_parse_pci_id("15b3", &id) == -EINVAL, "missing 0x rejected");
-	OK(disc_parse_pci_id("0x10000", &id) == -ERANGE, "0x10000 out of range");
-	OK(disc_parse_pci_id("0x15b3 ", &id) == -EINVAL, "trailing junk rejected");
+	ok(disc_parse_pci_id("0x15b3", &id) == 0 && id == 0x15b3, "parse 0x15b3");
+	ok(disc_parse_pci_id("15b3", &id) == -EINVAL, "missing 0x rejected");
+	ok(disc_parse_pci_id("0x10000", &id) == -ERANGE, "0x10000 out of range");
+	ok(disc_parse_pci_id("0x15b3 ", &id) == -EINVAL, "trailing junk rejected");
 
-	OK(disc_ibdev_name_ok("mlx5_bond_0") && disc_ibdev_name_ok("rocep59s0f0S88"),
+	ok(disc_ibdev_name_ok("mlx5_bond_0") && disc_ibdev_name_ok("rocep59s0f0S88"),
 	   "real names accepted");
-	OK(!disc_ibdev_name_ok("bad name") && !disc_ibdev_name_ok("..hidden") &&
+	ok(!disc_ibdev_name_ok("bad name") && !disc_ibdev_name_ok("..hidden") &&
 	       !disc_ibdev_name_ok("a..b") && !disc_ibdev_name_ok("a/b") &&
 	       !disc_ibdev_name_ok("") && !disc_ibdev_name_ok("x\n"),
 	   "unsafe names rejected");

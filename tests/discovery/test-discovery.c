@@ -4,7 +4,7 @@
  * device nodes made by `mksysfs.py mkdev`, on generated trees, and on broken roots.
  * Usage: test-discovery PYTHON3 MKSYSFS_PY TESTS_DATA_DIR (TAP on stdout).
  */
-#include "tap.h"
+#include "fixture-util.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -63,7 +63,7 @@ static struct disc_node *scan(const char *sysroot, const char *devroot)
 	struct disc_node *node = NULL;
 	int r = disc_scan(&o, &node);
 
-	if (!OK(r == 0 && node, "disc_scan(%s) succeeds", sysroot)) {
+	if (!ok(r == 0 && node, "disc_scan(%s) succeeds", sysroot)) {
 		printf("#   r = %d (%s)\n", r, strerror(-r));
 		printf("Bail out! cannot continue without a model\n");
 		exit(1);
@@ -79,7 +79,7 @@ static bool has_problem(const struct disc_node *node, const char *needle)
 	return false;
 }
 
-#define PROBLEM(node, needle) OK(has_problem((node), (needle)), "problem mentions '%s'", (needle))
+#define PROBLEM(node, needle) ok(has_problem((node), (needle)), "problem mentions '%s'", (needle))
 
 static void dump_problems(const struct disc_node *node)
 {
@@ -91,7 +91,7 @@ static const struct disc_device *must_find(const struct disc_node *node, const c
 {
 	const struct disc_device *d = disc_node_find(node, name);
 
-	if (!OK(d, "device %s found", name)) {
+	if (!ok(d, "device %s found", name)) {
 		printf("Bail out! %s missing\n", name);
 		exit(1);
 	}
@@ -104,7 +104,7 @@ static void check_chardev(const struct disc_chardev *c, const char *name, unsign
 	EQ_STR(c->name, name, "chardev name");
 	EQ_INT(c->major, ma, name);
 	EQ_INT(c->minor, mi, name);
-	OK(c->node_present == present, "%s node_present == %d", name, present);
+	ok(c->node_present == present, "%s node_present == %d", name, present);
 }
 
 static void problems_are_lines(const struct disc_node *node)
@@ -113,7 +113,7 @@ static void problems_are_lines(const struct disc_node *node)
 
 	for (size_t i = 0; i < node->n_problems; i++)
 		ok = ok && node->problems[i][0] && disc_printable(node->problems[i]);
-	OK(ok, "every problem is one printable line");
+	ok(ok, "every problem is one printable line");
 }
 
 /* ---- dgx ---------------------------------------------------------------------------- */
@@ -132,7 +132,7 @@ static void test_dgx(void)
 
 	printf("# dgx\n");
 	EQ_INT(node->n_devices, 10, "dgx device count");
-	if (!OK(node->n_problems == 0, "dgx has no problems"))
+	if (!ok(node->n_problems == 0, "dgx has no problems"))
 		dump_problems(node);
 	EQ_INT(disc_node_count_usable(node), 10, "dgx usable devices");
 	for (size_t i = 0; i < 10 && i < node->n_devices; i++) {
@@ -147,7 +147,7 @@ static void test_dgx(void)
 		EQ_INT(d->vendor_id, 0x15b3, "vendor");
 		EQ_INT(d->device_id, ib ? 0x1021 : 0x101d, "device id (CX-7 IB / CX-6 Dx RoCE)");
 		EQ_STR(d->driver, "mlx5_core", "driver");
-		OK(!d->is_vf && !d->pf_pci[0], "%s is a PF", d->name);
+		ok(!d->is_vf && !d->pf_pci[0], "%s is a PF", d->name);
 		EQ_STR(d->fw_ver, ib ? "28.41.1000" : "22.41.1000", "fw_ver");
 		EQ_STR(d->node_type, "1: CA", "node_type");
 		EQ_INT(d->n_ports, 1, "one port");
@@ -156,13 +156,13 @@ static void test_dgx(void)
 		EQ_STR(d->ports[0].link_layer, ib ? "InfiniBand" : "Ethernet", "link layer");
 		EQ_STR(d->ports[0].netdev, ib ? ibnet[k] : (k == 8 ? "ens1np0" : "ens2np0"),
 		       "netdev");
-		OK(d->has_uverbs, "%s has uverbs", d->name);
+		ok(d->has_uverbs, "%s has uverbs", d->name);
 		snprintf(name, sizeof(name), "uverbs%u", k);
 		check_chardev(&d->uverbs, name, 231, 192 + k, true);
-		OK(d->ports[0].has_umad, "%s port 1 has umad", d->name);
+		ok(d->ports[0].has_umad, "%s port 1 has umad", d->name);
 		snprintf(name, sizeof(name), "umad%u", k);
 		check_chardev(&d->ports[0].umad, name, 231, k, true);
-		OK(d->ports[0].has_issm == ib, "%s issm only on InfiniBand", d->name);
+		ok(d->ports[0].has_issm == ib, "%s issm only on InfiniBand", d->name);
 		if (ib) {
 			snprintf(name, sizeof(name), "issm%u", k);
 			check_chardev(&d->ports[0].issm, name, 231, 64 + k, true);
@@ -172,15 +172,15 @@ static void test_dgx(void)
 			EQ_STR(d->ports[0].state_name, "DOWN", "mlx5_9 state name");
 			EQ_INT(d->ports[0].phys_state, 3, "mlx5_9 phys_state");
 			EQ_STR(d->ports[0].phys_state_name, "Disabled", "mlx5_9 phys_state name");
-			OK(!disc_device_healthy(d), "mlx5_9 (port DOWN) is not healthy");
-			OK(disc_device_usable(d), "mlx5_9 is still usable");
+			ok(!disc_device_healthy(d), "mlx5_9 (port DOWN) is not healthy");
+			ok(disc_device_usable(d), "mlx5_9 is still usable");
 		} else {
 			EQ_INT(d->ports[0].state, 4, "state ACTIVE");
 			EQ_STR(d->ports[0].state_name, "ACTIVE", "state name");
 			EQ_INT(d->ports[0].phys_state, 5, "phys_state LinkUp");
 			EQ_STR(d->ports[0].rate, ib ? "400 Gb/sec (4X NDR)" : "100 Gb/sec (2X HDR)",
 			       "rate");
-			OK(disc_device_healthy(d), "%s is healthy", d->name);
+			ok(disc_device_healthy(d), "%s is healthy", d->name);
 		}
 	}
 	{
@@ -193,12 +193,12 @@ static void test_dgx(void)
 		       "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/"
 		       "0000:1a:00.0",
 		       "mlx5_0 dev_path");
-		OK(!strncmp(b->dev_path, sw, strlen(sw)), "mlx5_1 shares mlx5_0's switch");
-		OK(strncmp(c->dev_path, sw, strlen(sw)) != 0, "mlx5_2 is behind another switch");
+		ok(!strncmp(b->dev_path, sw, strlen(sw)), "mlx5_1 shares mlx5_0's switch");
+		ok(strncmp(c->dev_path, sw, strlen(sw)) != 0, "mlx5_2 is behind another switch");
 		EQ_STR(a->node_guid, "e8eb:d303:00dd:1880", "mlx5_0 node_guid");
 	}
-	OK(disc_node_find(node, "mlx5_10") == NULL, "disc_node_find of an unknown name is NULL");
-	OK(node->has_rdma_cm, "rdma_cm found");
+	ok(disc_node_find(node, "mlx5_10") == NULL, "disc_node_find of an unknown name is NULL");
+	ok(node->has_rdma_cm, "rdma_cm found");
 	check_chardev(&node->rdma_cm, "rdma_cm", 10, 57, true);
 	disc_node_free(node);
 	rm_rf(dev);
@@ -207,8 +207,8 @@ static void test_dgx(void)
 	/* Without any node under the dev root: still usable, not healthy, said once. */
 	node = scan(sys, "/nonexistent-dev-root");
 	EQ_INT(disc_node_count_usable(node), 10, "usable without nodes");
-	OK(!disc_device_healthy(&node->devices[0]), "not healthy without nodes");
-	OK(!node->devices[0].uverbs.node_present, "uverbs0 not present");
+	ok(!disc_device_healthy(&node->devices[0]), "not healthy without nodes");
+	ok(!node->devices[0].uverbs.node_present, "uverbs0 not present");
 	EQ_INT(node->n_problems, 1, "one problem for a missing dev root");
 	PROBLEM(node, "/nonexistent-dev-root/infiniband: missing");
 	disc_node_free(node);
@@ -224,7 +224,7 @@ static void test_sriov(void)
 
 	printf("# sriov\n");
 	EQ_INT(node->n_devices, 5, "sriov device count");
-	if (!OK(node->n_problems == 0, "sriov has no problems"))
+	if (!ok(node->n_problems == 0, "sriov has no problems"))
 		dump_problems(node);
 	for (size_t i = 0; i < node->n_devices; i++) {
 		const struct disc_device *d = &node->devices[i];
@@ -235,7 +235,7 @@ static void test_sriov(void)
 		EQ_STR(d->name, name, "name");
 		EQ_STR(d->pci, pci, "pci");
 		EQ_INT(d->numa_node, 1, "numa node");
-		OK(d->is_vf == (i > 0), "%s is_vf == %d", name, i > 0);
+		ok(d->is_vf == (i > 0), "%s is_vf == %d", name, i > 0);
 		EQ_STR(d->pf_pci, i ? "0000:3b:00.0" : "", "pf_pci");
 		EQ_INT(d->device_id, i ? 0x101e : 0x101d, "device id (PF / VF)");
 		if (i)
@@ -247,9 +247,9 @@ static void test_sriov(void)
 		if (d->n_ports == 1) {
 			EQ_STR(d->ports[0].netdev, net, "netdev from gid_attrs/ndevs/0");
 			EQ_STR(d->ports[0].link_layer, "Ethernet", "link layer");
-			OK(!d->ports[0].has_issm, "no issm on RoCE");
+			ok(!d->ports[0].has_issm, "no issm on RoCE");
 		}
-		OK(disc_device_healthy(d), "%s healthy", name);
+		ok(disc_device_healthy(d), "%s healthy", name);
 	}
 	disc_node_free(node);
 	rm_rf(dev);
@@ -286,7 +286,7 @@ static void test_quirks(void)
 	EQ_STR(d->pci, "0000:0b:00.0", "mlx5_0 pci");
 	EQ_STR(smi->pci, "0000:0b:00.0", "smi1 on the same function");
 	EQ_INT(smi->n_ports, 4, "smi1 ports");
-	OK(!disc_device_usable(smi), "smi1 (no uverbs) not usable");
+	ok(!disc_device_usable(smi), "smi1 (no uverbs) not usable");
 	PROBLEM(node, "smi1: no uverbs device, not usable through verbs, leaving it out");
 	for (size_t i = 0; i < smi->n_ports; i++) {
 		char name[32];
@@ -298,10 +298,10 @@ static void test_quirks(void)
 		snprintf(name, sizeof(name), "issm%zu", i + 1);
 		check_chardev(&smi->ports[i].issm, name, 231, 64 + (unsigned)i + 1, true);
 	}
-	OK(d->ports[0].has_umad && !d->ports[0].has_issm, "mlx5_0: umad0, no issm0");
+	ok(d->ports[0].has_umad && !d->ports[0].has_issm, "mlx5_0: umad0, no issm0");
 	EQ_STR(d->ports[0].netdev, "ibp11s0", "mlx5_0 keeps the function's netdev");
 	check_chardev(&d->ports[0].umad, "umad0", 231, 0, true);
-	OK(disc_device_healthy(d), "mlx5_0 healthy");
+	ok(disc_device_healthy(d), "mlx5_0 healthy");
 
 	/* Renamed IB device with numa_node "banana". */
 	d = must_find(node, "ibp12s0");
@@ -312,13 +312,13 @@ static void test_quirks(void)
 	/* Unreadable GID netdev entries fall back to the function's net/. */
 	d = must_find(node, "rocep59s0f0");
 	EQ_STR(d->ports[0].netdev, "enp59s0f0np0", "dangling ndevs/0 -> net/");
-	OK(d->ports[0].has_umad && !d->ports[0].has_issm, "rocep59s0f0: umad, no issm");
+	ok(d->ports[0].has_umad && !d->ports[0].has_issm, "rocep59s0f0: umad, no issm");
 	d = must_find(node, "bnxt_re0");
 	EQ_STR(d->ports[0].netdev, "ens5f0np0", "ndevs/0 a directory -> net/");
 	EQ_INT(d->vendor_id, 0x14e4, "bnxt_re0 vendor Broadcom");
 	EQ_INT(d->device_id, 0x1750, "bnxt_re0 device");
 	EQ_STR(d->driver, "bnxt_en", "bnxt_re0 driver");
-	OK(disc_device_healthy(d), "bnxt_re0 healthy");
+	ok(disc_device_healthy(d), "bnxt_re0 healthy");
 
 	/* RoCE LAG with a uverbs beyond the 32 fixed minors: major read from dev. */
 	d = must_find(node, "mlx5_bond_0");
@@ -331,24 +331,24 @@ static void test_quirks(void)
 	EQ_INT(d->vendor_id, 0x8086, "irdma0 vendor Intel");
 	EQ_STR(d->driver, "ice", "irdma0 driver");
 	EQ_STR(d->node_type, "4: RNIC", "irdma0 node_type");
-	OK(!d->ports[0].has_umad && !d->ports[0].has_issm, "irdma0 has no umad/issm");
-	OK(disc_device_healthy(d), "irdma0 healthy");
+	ok(!d->ports[0].has_umad && !d->ports[0].has_issm, "irdma0 has no umad/issm");
+	ok(disc_device_healthy(d), "irdma0 healthy");
 
 	/* mlx5_4: no uverbs, garbage state, garbage umad dev, over-long fw_ver. */
 	d = must_find(node, "mlx5_4");
-	OK(!disc_device_usable(d), "mlx5_4 (no uverbs) not usable");
+	ok(!disc_device_usable(d), "mlx5_4 (no uverbs) not usable");
 	PROBLEM(node, "mlx5_4: no uverbs device, not usable through verbs, leaving it out");
 	EQ_INT(d->ports[0].state, -1, "state 'xyz' -> -1");
 	EQ_STR(d->ports[0].state_name, "", "state name empty");
 	PROBLEM(node, "mlx5_4: port 1 state 'xyz'");
-	OK(!d->ports[0].has_umad, "umad with dev 'garbage' dropped");
+	ok(!d->ports[0].has_umad, "umad with dev 'garbage' dropped");
 	PROBLEM(node, "umad9 (mlx5_4): dev 'garbage'");
 	EQ_STR(d->fw_ver, "", "over-long fw_ver dropped");
 	PROBLEM(node, "mlx5_4: fw_ver longer than 63 bytes");
 
 	/* mlx5_5: its uverbs node was omitted under the dev root. */
 	d = must_find(node, "mlx5_5");
-	OK(disc_device_usable(d) && !disc_device_healthy(d), "mlx5_5 usable, not healthy");
+	ok(disc_device_usable(d) && !disc_device_healthy(d), "mlx5_5 usable, not healthy");
 	check_chardev(&d->uverbs, "uverbs5", 231, 197, false);
 	PROBLEM(node, "uverbs5 (mlx5_5): node ");
 	PROBLEM(node, "/infiniband/uverbs5 missing");
@@ -357,20 +357,20 @@ static void test_quirks(void)
 	/* SF on the auxiliary bus: no PCI address, last. */
 	d = must_find(node, "rocep59s0f0S88");
 	EQ_STR(d->pci, "", "SF has no PCI address");
-	OK(strstr(d->dev_path, "0000:3b:00.0/mlx5_core.sf.2") != NULL, "SF dev_path");
+	ok(strstr(d->dev_path, "0000:3b:00.0/mlx5_core.sf.2") != NULL, "SF dev_path");
 	EQ_STR(d->driver, "mlx5_core.sf", "SF driver");
 	EQ_INT(d->vendor_id, 0, "SF vendor unknown");
 
 	/* Skipped and reported. */
-	OK(!disc_node_find(node, "ghost"), "dangling class link skipped");
+	ok(!disc_node_find(node, "ghost"), "dangling class link skipped");
 	PROBLEM(node, "ghost: dangling link in class/infiniband, ignoring");
-	OK(!disc_node_find(node, "bad name") && !disc_node_find(node, "..hidden"),
+	ok(!disc_node_find(node, "bad name") && !disc_node_find(node, "..hidden"),
 	   "unsafe names skipped");
 	PROBLEM(node, "unsafe device name 'bad name'");
 	PROBLEM(node, "unsafe device name '..hidden'");
 	PROBLEM(node, "uverbs7: ibdev 'gone0' has no RDMA device");
 	check_chardev(&node->rdma_cm, "rdma_cm", 10, 122, true);
-	OK(!has_problem(node, "issm0"), "a missing issm is not a problem");
+	ok(!has_problem(node, "issm0"), "a missing issm is not a problem");
 	disc_node_free(node);
 	rm_rf(dev);
 	free(dev);
@@ -390,11 +390,11 @@ static void test_fallback_same(void)
 		struct disc_node *a = NULL, *b = NULL;
 		cJSON *ja, *jb;
 
-		OK(disc_scan_with(&o, true, &a) == 0 && disc_scan_with(&o, false, &b) == 0,
+		ok(disc_scan_with(&o, true, &a) == 0 && disc_scan_with(&o, false, &b) == 0,
 		   "%s: both scans succeed", profiles[i]);
 		ja = a ? disc_node_to_json(a) : NULL;
 		jb = b ? disc_node_to_json(b) : NULL;
-		OK(ja && jb && cJSON_Compare(ja, jb, true), "%s: identical JSON", profiles[i]);
+		ok(ja && jb && cJSON_Compare(ja, jb, true), "%s: identical JSON", profiles[i]);
 		cJSON_Delete(ja);
 		cJSON_Delete(jb);
 		disc_node_free(a);
@@ -444,11 +444,11 @@ static void test_escape(void)
 		struct disc_options o = {.sysfs_root = sys, .dev_root = "/nonexistent"};
 		struct disc_node *node = NULL;
 
-		OK(disc_scan_with(&o, use, &node) == 0, "scan (openat2 = %d)", use);
+		ok(disc_scan_with(&o, use, &node) == 0, "scan (openat2 = %d)", use);
 		if (!node)
 			continue;
 		EQ_INT(node->n_devices, 5, "only the 5 devices inside the root");
-		OK(!disc_node_find(node, "escabs") && !disc_node_find(node, "escrel"),
+		ok(!disc_node_find(node, "escabs") && !disc_node_find(node, "escrel"),
 		   "escaping links not followed");
 		PROBLEM(node, "escabs: dangling link");
 		PROBLEM(node, "escrel: dangling link");
@@ -456,7 +456,7 @@ static void test_escape(void)
 			EQ_STR(disc_node_find(node, "mlx5_1")->pci, "0000:3b:00.2",
 			       "absolute in-root link resolved at the root");
 		else
-			OK(false, "mlx5_1 through an absolute in-root link");
+			ok(false, "mlx5_1 through an absolute in-root link");
 		disc_node_free(node);
 	}
 	rm_rf(sys);
@@ -478,17 +478,17 @@ static void test_errors(void)
 	o.sysfs_root = "/nonexistent/sys";
 	r = disc_scan(&o, &node);
 	EQ_INT(r, -ENOENT, "nonexistent root -> -ENOENT");
-	OK(node == NULL, "ret_node untouched on failure");
+	ok(node == NULL, "ret_node untouched on failure");
 	o.sysfs_root = "/proc/self/status";
 	EQ_INT(disc_scan(&o, &node), -ENOTDIR, "root is a file -> -ENOTDIR");
 
 	o.sysfs_root = empty;
 	r = disc_scan(&o, &node);
-	OK(r == 0 && node, "empty root scans");
+	ok(r == 0 && node, "empty root scans");
 	if (node) {
 		EQ_INT(node->n_devices, 0, "empty root: 0 devices");
 		EQ_INT(node->n_problems, 0, "empty root: no problems");
-		OK(!node->has_rdma_cm, "empty root: no rdma_cm");
+		ok(!node->has_rdma_cm, "empty root: no rdma_cm");
 		disc_node_free(node);
 		node = NULL;
 	}
@@ -511,12 +511,12 @@ static void test_errors(void)
 	o.sysfs_root = sys;
 	o.dev_root = dev;
 	node = scan(sys, dev);
-	OK(!disc_device_usable(must_find(node, "mlx5_2")), "uverbs dev 999999:1 rejected");
+	ok(!disc_device_usable(must_find(node, "mlx5_2")), "uverbs dev 999999:1 rejected");
 	PROBLEM(node, "uverbs2 (mlx5_2): dev '999999:1' is not a valid major:minor");
 	PROBLEM(node, "mlx5_2: no uverbs device");
-	OK(!must_find(node, "mlx5_3")->uverbs.node_present, "wrong major:minor -> not present");
+	ok(!must_find(node, "mlx5_3")->uverbs.node_present, "wrong major:minor -> not present");
 	PROBLEM(node, "/infiniband/uverbs3 is 231:100 but sysfs says 231:195");
-	OK(!disc_device_healthy(must_find(node, "mlx5_3")), "mismatching node -> unhealthy");
+	ok(!disc_device_healthy(must_find(node, "mlx5_3")), "mismatching node -> unhealthy");
 	disc_node_free(node);
 
 	/* No rdma_cm class entry: reported; no ports directory: reported. */
@@ -524,7 +524,7 @@ static void test_errors(void)
 		abort();
 	free(path);
 	node = scan(sys, dev);
-	OK(!node->has_rdma_cm, "no rdma_cm without class/misc/rdma_cm");
+	ok(!node->has_rdma_cm, "no rdma_cm without class/misc/rdma_cm");
 	PROBLEM(node, "rdma_cm: class/misc/rdma_cm missing");
 	EQ_INT(node->n_problems, 4, "4 problems before flooding");
 	disc_node_free(node);
@@ -562,7 +562,7 @@ static void test_scale(void)
 
 	printf("# scale tree, 40 devices\n");
 	EQ_INT(node->n_devices, 40, "40 devices");
-	if (!OK(node->n_problems == 0, "no problems"))
+	if (!ok(node->n_problems == 0, "no problems"))
 		dump_problems(node);
 	for (size_t i = 0; i < node->n_devices; i++) {
 		const struct disc_device *d = &node->devices[i];
@@ -579,8 +579,8 @@ static void test_scale(void)
 	}
 	EQ_INT(pfs, 16, "16 PFs");
 	EQ_INT(vfs, 24, "24 VFs");
-	OK(sorted, "sorted by PCI address");
-	OK(pf_ok, "each VF points at the PF on its bus");
+	ok(sorted, "sorted by PCI address");
+	ok(pf_ok, "each VF points at the PF on its bus");
 	{
 		const struct disc_device *d = must_find(node, "mlx5_39");
 

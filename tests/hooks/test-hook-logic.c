@@ -10,26 +10,7 @@
 #include "common.h"
 #include "hooks.h"
 
-static unsigned n_tests, n_failed;
-
-static void ok(bool cond, const char *fmt, ...) _printf_(2, 3);
-static void ok(bool cond, const char *fmt, ...)
-{
-	char desc[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(desc, sizeof(desc), fmt, ap);
-	va_end(ap);
-	/* Inputs contain newlines and '#'; either would corrupt the TAP stream. */
-	for (char *p = desc; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '#' || (unsigned char)*p < ' ')
-			*p = ' ';
-	n_tests++;
-	if (!cond)
-		n_failed++;
-	printf("%sok %u - %s\n", cond ? "" : "not ", n_tests, desc);
-}
+#include "../tap.h"
 
 /* Parses s; on failure checks that the message contains want_err. */
 static void state_bad(const char *s, size_t len, const char *want_err)
@@ -213,6 +194,5 @@ int main(void)
 	test_memlock();
 	test_plan();
 	test_format();
-	printf("1..%u\n", n_tests);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fixture helpers for the discovery tests: run the fixture builder, temp dirs.
+ */
+#pragma once
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../tap.h"
+
+/* Runs argv, returns its exit status (or -1). stdout goes to our stderr to keep TAP clean. */
+static int run(char *const argv[])
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* mkdtemp under $TMPDIR; aborts the test program when the machine cannot do that. */
+static char *temp_dir(const char *what)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *path;
+
+	if (asprintf(&path, "%s/rdma-cdi-test-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", what) < 0)
+		abort();
+	if (!mkdtemp(path)) {
+		printf("Bail out! mkdtemp %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	return path;
+}
+
+static __attribute__((unused)) void write_file(const char *path, const char *content)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f || fputs(content, f) < 0 || fclose(f) != 0) {
+		printf("Bail out! cannot write %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+}
