@@ -5,10 +5,10 @@
  * It owns discovery, the spec file and the lifecycle: it serves our socket, registers
  * with the kubelet once serving, and reacts to
  *   - signals (signalfd): SIGTERM/SIGINT stop, SIGHUP rescans and resends the list;
- *   - the plugin directory (libinotifytools, on a watcher thread that forwards one byte
- *     per interesting event through a pipe): kubelet.sock created -> register; our
- *     socket deleted -> serve again and register (a kubelet restart deletes every
- *     socket there, then creates kubelet.sock);
+ *   - the plugin directory (a libinotifytools watch whose descriptor sits in the same
+ *     poll(); events are read from it directly, without blocking):
+ *     kubelet.sock created -> register; our socket deleted -> serve again and register
+ *     (a kubelet restart deletes every socket there, then creates kubelet.sock);
  *   - the end of a Register call (eventfd from the gRPC thread) and a retry timer;
  *   - the periodic health rescan (timerfd).
  * Everything else sleeps in poll(): an idle bridge wakes once per rescan period.
@@ -17,6 +17,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -33,13 +34,13 @@
 #define RETRY_MIN_MS 20
 #define RETRY_MAX_MS 5000
 
-/* Bytes the watcher thread sends. */
+/* What an inotify event in the plugin directory means for us. */
 enum {
-	EV_KUBELET = 'K',   /* kubelet.sock created or moved in */
-	EV_OURS = 'D',      /* our socket deleted or moved away */
-	EV_RECHECK = 'O',   /* queue overflow: check everything */
-	EV_DIR_GONE = 'X',  /* the plugin directory itself went away */
-	EV_ERROR = 'E',     /* reading events failed */
+	EV_NONE,
+	EV_KUBELET,   /* kubelet.sock created or moved in */
+	EV_OURS,      /* our socket deleted or moved away */
+	EV_RECHECK,   /* queue overflow: check everything */
+	EV_DIR_GONE,  /* the plugin directory itself went away */
 };
 
 struct bridge {
@@ -48,73 +49,118 @@ struct bridge {
 	struct dp_table_options topts;
 	struct dp_server *srv;
 	int sig_fd, notify_fd, retry_fd, rescan_fd;
-	int pipe_r, pipe_w;
-	pthread_t watcher;
-	bool watcher_started, inotify_inited;
+	int inotify_fd;      /* libinotifytools' own; not ours to close */
+	bool inotify_inited;
 	/* registration state */
-	bool registered, want_register, waiting_logged;
+	bool registered, in_flight, want_register, waiting_logged;
 	/* kubelet.sock of the last Register attempt: inode and ctime (inodes get reused) */
 	ino_t reg_ino;
 	struct timespec reg_ctime;
 	unsigned retry_ms;
 };
 
-static void *watch_thread(void *arg)
+static int classify(const struct inotify_event *ev)
 {
-	int fd = *(int *)arg;
+	if (ev->mask & IN_Q_OVERFLOW)
+		return EV_RECHECK;
+	if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED))
+		return EV_DIR_GONE;
+	if (ev->len > 0 && strcmp(ev->name, BRIDGE_KUBELET_SOCKET) == 0 &&
+	    (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+		return EV_KUBELET;
+	if (ev->len > 0 && strcmp(ev->name, BRIDGE_SOCKET_NAME) == 0 &&
+	    (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+		return EV_OURS;
+	return EV_NONE;
+}
 
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	for (;;) {
-		struct inotify_event *ev;
-		char c = 0;
+/* The inotify descriptors of this process, from /proc/self/fd. */
+static int list_inotify_fds(int *fds, size_t max, size_t *ret_n)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	size_t n = 0;
 
-		/* Cancellation (at shutdown) may only hit the blocking wait. */
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		ev = inotifytools_next_event(-1);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-		if (!ev)
-			c = EV_ERROR;
-		else if (ev->mask & IN_Q_OVERFLOW)
-			c = EV_RECHECK;
-		else if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED))
-			c = EV_DIR_GONE;
-		else if (ev->len > 0 && strcmp(ev->name, BRIDGE_KUBELET_SOCKET) == 0 &&
-			 (ev->mask & (IN_CREATE | IN_MOVED_TO)))
-			c = EV_KUBELET;
-		else if (ev->len > 0 && strcmp(ev->name, BRIDGE_SOCKET_NAME) == 0 &&
-			 (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
-			c = EV_OURS;
-		if (c && write(fd, &c, 1) < 0)
-			return NULL;
-		if (c == EV_ERROR || c == EV_DIR_GONE)
-			return NULL;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char target[64];
+		ssize_t l = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+
+		if (l < 0)
+			continue;
+		target[l] = '\0';
+		if (strcmp(target, "anon_inode:inotify") == 0 && n < max)
+			fds[n++] = atoi(de->d_name);
 	}
+	*ret_n = n;
+	return 0;
 }
 
 static int watch_start(struct bridge *b)
 {
+	int before[64], after[64];
+	size_t n_before = 0, n_after = 0;
 	int r;
 
+	/* libinotifytools keeps its descriptor to itself and its next_event() blocks for a
+	 * timeout of 0 too; we want the descriptor in our poll() (one control thread,
+	 * nothing to cancel at exit). It is the inotify descriptor that appears across
+	 * inotifytools_initialize(). */
+	r = list_inotify_fds(before, ELEMENTSOF(before), &n_before);
+	if (r < 0)
+		return log_error_errno(r, "cannot list /proc/self/fd");
 	if (!inotifytools_initialize())
 		return log_error_errno(-inotifytools_error(), "inotify initialisation failed");
 	b->inotify_inited = true;
+	r = list_inotify_fds(after, ELEMENTSOF(after), &n_after);
+	if (r < 0)
+		return log_error_errno(r, "cannot list /proc/self/fd");
+	for (size_t i = 0; i < n_after && b->inotify_fd < 0; i++) {
+		bool old = false;
+
+		for (size_t j = 0; j < n_before; j++)
+			old |= before[j] == after[i];
+		if (!old)
+			b->inotify_fd = after[i];
+	}
+	if (b->inotify_fd < 0)
+		return log_error_errno(-EBADF, "cannot find the inotify descriptor of libinotifytools");
+	if (fcntl(b->inotify_fd, F_SETFD, FD_CLOEXEC) < 0 ||
+	    fcntl(b->inotify_fd, F_SETFL, fcntl(b->inotify_fd, F_GETFL) | O_NONBLOCK) < 0)
+		return log_error_errno(-errno, "cannot set up the inotify descriptor");
 	if (!inotifytools_watch_file(b->plugin_dir, IN_CREATE | IN_MOVED_TO | IN_DELETE |
 							    IN_MOVED_FROM | IN_DELETE_SELF |
 							    IN_MOVE_SELF | IN_ONLYDIR))
 		return log_error_errno(-inotifytools_error(), "cannot watch %s", b->plugin_dir);
-	r = -pthread_create(&b->watcher, NULL, watch_thread, &b->pipe_w);
-	if (r < 0)
-		return log_error_errno(r, "cannot start the watcher thread");
-	b->watcher_started = true;
 	return 0;
+}
+
+/* Drains the inotify descriptor; *what gets a bit per EV_* seen. */
+static int read_events(struct bridge *b, int *what)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	for (;;) {
+		ssize_t n = read(b->inotify_fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return log_error_errno(n < 0 ? -errno : -EIO, "reading inotify events failed");
+		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			*what |= 1 << classify(ev);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
 }
 
 static void watch_stop(struct bridge *b)
 {
-	if (b->watcher_started) {
-		pthread_cancel(b->watcher);
-		pthread_join(b->watcher, NULL);
-	}
 	if (b->inotify_inited)
 		inotifytools_cleanup();
 }
@@ -215,8 +261,9 @@ static void try_register(struct bridge *b, bool restart)
 	}
 	b->waiting_logged = false;
 	if (!restart && st.st_ino == b->reg_ino && st.st_ctim.tv_sec == b->reg_ctime.tv_sec &&
-	    st.st_ctim.tv_nsec == b->reg_ctime.tv_nsec && (b->registered || b->want_register))
-		return;  /* this kubelet has us, or an attempt on it is pending */
+	    st.st_ctim.tv_nsec == b->reg_ctime.tv_nsec &&
+	    (b->registered || b->in_flight || b->want_register))
+		return;  /* this kubelet has us, or an attempt on it is under way */
 	r = dp_server_register(b->srv);
 	if (r == -EBUSY) {
 		/* An attempt towards an older socket is in flight: replace it. */
@@ -228,6 +275,7 @@ static void try_register(struct bridge *b, bool restart)
 	}
 	b->registered = false;
 	b->want_register = false;
+	b->in_flight = r == 0;
 	b->reg_ino = st.st_ino;
 	b->reg_ctime = st.st_ctim;
 	if (r < 0) {
@@ -240,6 +288,7 @@ static void on_register_done(struct bridge *b)
 {
 	int r = dp_server_register_result(b->srv);
 
+	b->in_flight = false;
 	if (b->want_register) {
 		b->want_register = false;
 		try_register(b, true);
@@ -376,7 +425,7 @@ static void bridge_close(struct bridge *b)
 {
 	watch_stop(b);
 	dp_server_free(b->srv);
-	int fds[] = { b->sig_fd, b->notify_fd, b->retry_fd, b->rescan_fd, b->pipe_r, b->pipe_w };
+	int fds[] = { b->sig_fd, b->notify_fd, b->retry_fd, b->rescan_fd };
 
 	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
 		if (fds[i] >= 0)
@@ -393,7 +442,7 @@ static int loop(struct bridge *b)
 	enum { P_SIG, P_WATCH, P_NOTIFY, P_RETRY, P_RESCAN, P_N };
 	struct pollfd p[P_N] = {
 		[P_SIG] = { .fd = b->sig_fd, .events = POLLIN },
-		[P_WATCH] = { .fd = b->pipe_r, .events = POLLIN },
+		[P_WATCH] = { .fd = b->inotify_fd, .events = POLLIN },
 		[P_NOTIFY] = { .fd = b->notify_fd, .events = POLLIN },
 		[P_RETRY] = { .fd = b->retry_fd, .events = POLLIN },
 		[P_RESCAN] = { .fd = b->rescan_fd, .events = POLLIN },
@@ -421,23 +470,19 @@ static int loop(struct bridge *b)
 			}
 		}
 		if (p[P_WATCH].revents) {
-			char ev[64];
 			bool kubelet = false, check = false;
-			ssize_t n = read(b->pipe_r, ev, sizeof(ev));
+			int what = 0;
 
-			if (n <= 0)
-				return log_error_errno(-EIO, "the plugin directory watcher stopped");
-			for (ssize_t i = 0; i < n; i++) {
-				if (ev[i] == EV_DIR_GONE)
-					return log_error_errno(-ENOENT,
-							       "plugin directory %s went away: exiting so "
-							       "the supervisor restarts us",
-							       b->plugin_dir);
-				if (ev[i] == EV_ERROR)
-					return log_error_errno(-EIO, "reading inotify events failed");
-				kubelet |= ev[i] == EV_KUBELET || ev[i] == EV_RECHECK;
-				check = true;
-			}
+			r = read_events(b, &what);
+			if (r < 0)
+				return r;
+			if (what & (1 << EV_DIR_GONE))
+				return log_error_errno(-ENOENT,
+						       "plugin directory %s went away: exiting so the "
+						       "supervisor restarts us",
+						       b->plugin_dir);
+			kubelet = what & ((1 << EV_KUBELET) | (1 << EV_RECHECK));
+			check = what & ~(1 << EV_NONE);
 			if (check) {
 				r = reconcile(b, kubelet);
 				if (r < 0)
@@ -458,12 +503,12 @@ int bridge_run(const struct bridge_options *o)
 	struct bridge b = {
 		.o = o,
 		.sig_fd = -1, .notify_fd = -1, .retry_fd = -1, .rescan_fd = -1,
-		.pipe_r = -1, .pipe_w = -1,
+		.inotify_fd = -1,
 		.retry_ms = RETRY_MIN_MS,
 	};
 	int interval = o->rescan_interval == 0 ? BRIDGE_DEFAULT_RESCAN_SEC : o->rescan_interval;
 	sigset_t mask, old_mask;
-	int pipefd[2], r;
+	int r;
 
 	r = check_options(o);
 	if (r < 0)
@@ -492,11 +537,7 @@ int bridge_run(const struct bridge_options *o)
 	b.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	b.retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	b.rescan_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) == 0) {
-		b.pipe_r = pipefd[0];
-		b.pipe_w = pipefd[1];
-	}
-	if (b.sig_fd < 0 || b.notify_fd < 0 || b.retry_fd < 0 || b.rescan_fd < 0 || b.pipe_r < 0) {
+	if (b.sig_fd < 0 || b.notify_fd < 0 || b.retry_fd < 0 || b.rescan_fd < 0) {
 		r = log_error_errno(-errno, "creating event descriptors failed");
 		goto out;
 	}

@@ -175,8 +175,8 @@ def sc_registration(c):
     expect_code(tap, lambda: m(b"", timeout=5), grpc.StatusCode.UNIMPLEMENTED,
                 "unknown method: UNIMPLEMENTED")
     ch.close()
-    log = b.log_text()
-    tap.ok("registered rdma.example/hca with the kubelet" in log, "log says registered", log)
+    tap.ok(b.wait_log("registered rdma.example/hca with the kubelet"), "log says registered",
+           b.log_text())
     c2 = Ctx(c.args, tap)  # a custom resource name
     c2.start_kubelet()
     c2.bridge(["--resource", "example.com/ib"])
