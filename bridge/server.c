@@ -68,7 +68,9 @@ struct dp_inst {
 	grpc_server *server;
 	void *methods[M_REGISTERED];
 	unsigned refs;  /* control thread + each requested call + pending shutdown */
-	bool shutdown_done;
+	/* under lock: stopping = no new requested calls; the control thread destroys the
+	 * server once shutdown_done, unless it gave up waiting (abandoned). */
+	bool stopping, shutdown_done, abandoned;
 };
 
 /* A requested call, then (for unary methods) its answer. */
@@ -262,9 +264,14 @@ static void request_call(struct dp_inst *inst, enum dp_method m)
 	c->m = m;
 	c->status_details = grpc_empty_slice();
 	grpc_metadata_array_init(&c->md);
+	/* Under the lock, so the server cannot be destroyed meanwhile. */
 	pthread_mutex_lock(&s->lock);
+	if (inst->stopping) {
+		pthread_mutex_unlock(&s->lock);
+		call_free(c);
+		return;
+	}
 	inst->refs++;
-	pthread_mutex_unlock(&s->lock);
 	if (m == M_UNKNOWN) {
 		grpc_call_details_init(&c->details);
 		e = grpc_server_request_call(inst->server, &c->call, &c->details, &c->md, s->cq,
@@ -274,6 +281,7 @@ static void request_call(struct dp_inst *inst, enum dp_method m)
 							&c->deadline, &c->md, &c->payload, s->cq,
 							s->cq, &c->tag);
 	}
+	pthread_mutex_unlock(&s->lock);
 	if (e != GRPC_CALL_OK) {
 		log_error("requesting calls failed (grpc_call_error %d)", (int)e);
 		call_free(c);
@@ -568,10 +576,12 @@ static void on_shutdown(struct dp_tag *tag, bool ok)
 	struct dp_inst *inst = container_of(tag, struct dp_inst, shutdown_tag);
 	struct dp_server *s = inst->s;
 
-	grpc_server_destroy(inst->server);
-	inst->server = NULL;
 	pthread_mutex_lock(&s->lock);
 	inst->shutdown_done = true;
+	if (inst->abandoned) {
+		grpc_server_destroy(inst->server);
+		inst->server = NULL;
+	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	inst_unref(inst);
@@ -581,16 +591,21 @@ static void stop_serving(struct dp_server *s)
 {
 	struct dp_inst *inst;
 	struct timespec until;
+	bool done;
 
 	pthread_mutex_lock(&s->lock);
 	inst = s->inst;
 	s->inst = NULL;
-	if (inst)
+	if (inst) {
 		inst->refs++;  /* for the shutdown tag */
+		inst->stopping = true;
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (!inst)
 		return;
 
+	/* The server is destroyed here, not on the queue thread: the shutdown may complete
+	 * before grpc_server_cancel_all_calls() returns. */
 	grpc_server_shutdown_and_notify(inst->server, s->cq, &inst->shutdown_tag);
 	/* Ends the ListAndWatch streams; the server would otherwise wait for them. */
 	grpc_server_cancel_all_calls(inst->server);
@@ -601,9 +616,16 @@ static void stop_serving(struct dp_server *s)
 	while (!inst->shutdown_done)
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0)
 			break;
-	if (!inst->shutdown_done)
-		log_warning("server shutdown did not finish within %d s", DP_SHUTDOWN_WAIT_S);
+	done = inst->shutdown_done;
+	inst->abandoned = !done;
 	pthread_mutex_unlock(&s->lock);
+	/* Nothing else touches the server once it is stopping and shut down. */
+	if (done) {
+		grpc_server_destroy(inst->server);
+		inst->server = NULL;
+	} else {
+		log_warning("server shutdown did not finish within %d s", DP_SHUTDOWN_WAIT_S);
+	}
 	inst_unref(inst);
 	s->sock_bound = false;
 }
