@@ -68,6 +68,7 @@ struct dp_table {
 	bool has_rdma_cm;
 	unsigned strategies;
 	size_t n_skipped;          /* devices left out because their ID collided */
+	bool flat;                 /* everything in one allocation (what dp_table_build returns) */
 };
 
 struct dp_table_options {

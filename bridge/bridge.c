@@ -216,6 +216,9 @@ static int rescan(struct bridge *b, bool force, bool first)
 	}
 	if (t->n_skipped > 0)
 		log_warning("%zu device(s) left out: their device ID collides with another's", t->n_skipped);
+	/* Transients go before anything long-lived is allocated (the packed list). */
+	disc_node_free(TAKE_PTR(node));
+	cJSON_Delete(TAKE_PTR(spec));
 	r = dp_server_publish(b->srv, t, force);
 	if (r < 0)
 		log_error_errno(r, "publishing the device list failed");

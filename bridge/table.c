@@ -48,6 +48,10 @@ void dp_table_free(struct dp_table *t)
 {
 	if (!t)
 		return;
+	if (t->flat) {
+		free(t);
+		return;
+	}
 	for (size_t i = 0; i < t->n_hcas; i++)
 		hca_clear(&t->hcas[i]);
 	free(t->hcas);
@@ -226,6 +230,8 @@ long dp_table_find(const struct dp_table *t, const char *id)
 	return -1;
 }
 
+static struct dp_table *table_flatten(const struct dp_table *t);
+
 int dp_table_build(const struct disc_node *node, const cJSON *spec,
 		   const struct dp_table_options *opts, struct dp_table **ret_table)
 {
@@ -318,8 +324,67 @@ int dp_table_build(const struct disc_node *node, const cJSON *spec,
 		index_ids(t);
 	}
 
-	*ret_table = TAKE_PTR(t);
-	return 0;
+	*ret_table = table_flatten(t);
+	return *ret_table ? 0 : -ENOMEM;
+}
+
+static char *pool_copy(char **pool, const char *s)
+{
+	size_t l = strlen(s) + 1;
+	char *r = memcpy(*pool, s, l);
+
+	*pool += l;
+	return r;
+}
+
+/*
+ * Copies a table into one allocation. The table lives as long as the daemon serves it,
+ * while discovery and the spec tree around its construction are freed right after: a
+ * table of thousands of small strings spread among them would pin most of the heap's
+ * pages (fragmentation), one block pins only its own.
+ */
+static struct dp_table *table_flatten(const struct dp_table *t)
+{
+	size_t strings = strlen(t->dev_root) + 1, n_nodes = 0, size;
+	struct dp_table *f;
+	char **np, *sp;
+
+	for (size_t i = 0; i < t->n_hcas; i++) {
+		const struct dp_hca *h = &t->hcas[i];
+
+		strings += strlen(h->name) + strlen(h->qualified) + strlen(h->pci) + 3;
+		n_nodes += h->n_nodes;
+		for (size_t k = 0; k < h->n_nodes; k++)
+			strings += strlen(h->nodes[k]) + 1;
+	}
+	size = sizeof(*f) + t->n_hcas * sizeof(*f->hcas) + t->n_ids * sizeof(*f->ids) +
+	       t->n_ids * sizeof(*f->by_id) + n_nodes * sizeof(char *) + strings;
+	f = malloc(size);
+	if (!f)
+		return NULL;
+	*f = *t;
+	f->flat = true;
+	f->hcas = (struct dp_hca *)(f + 1);
+	f->ids = (struct dp_id *)(f->hcas + t->n_hcas);
+	f->by_id = (size_t *)(f->ids + t->n_ids);
+	np = (char **)(f->by_id + t->n_ids);
+	sp = (char *)(np + n_nodes);
+	memcpy(f->hcas, t->hcas, t->n_hcas * sizeof(*f->hcas));
+	memcpy(f->ids, t->ids, t->n_ids * sizeof(*f->ids));
+	memcpy(f->by_id, t->by_id, t->n_ids * sizeof(*f->by_id));
+	f->dev_root = pool_copy(&sp, t->dev_root);
+	for (size_t i = 0; i < t->n_hcas; i++) {
+		const struct dp_hca *h = &t->hcas[i];
+		struct dp_hca *g = &f->hcas[i];
+
+		g->name = pool_copy(&sp, h->name);
+		g->qualified = pool_copy(&sp, h->qualified);
+		g->pci = pool_copy(&sp, h->pci);
+		g->nodes = np;
+		for (size_t k = 0; k < h->n_nodes; k++)
+			*np++ = pool_copy(&sp, h->nodes[k]);
+	}
+	return f;
 }
 
 int dp_list_response(const struct dp_table *t, V1beta1__ListAndWatchResponse **ret)
