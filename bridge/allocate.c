@@ -109,12 +109,13 @@ static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllo
 		c->annotations = calloc(1, sizeof(*c->annotations));
 		if (!c->annotations)
 			return -ENOMEM;
-		c->annotations[0] = (V1beta1__ContainerAllocateResponse__AnnotationsEntry *)new_entry(
+		c->annotations[0] =
+		    (V1beta1__ContainerAllocateResponse__AnnotationsEntry *)new_entry(
 			strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix), join(t, sel, n, true));
 		if (!c->annotations[0])
 			return -ENOMEM;
 		c->annotations[0]->base.descriptor =
-			&v1beta1__container_allocate_response__annotations_entry__descriptor;
+		    &v1beta1__container_allocate_response__annotations_entry__descriptor;
 		c->n_annotations = 1;
 	}
 
@@ -168,8 +169,8 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 		return -ENOMEM;
 	}
 	v1beta1__allocate_response__init(resp);
-	resp->container_responses = calloc(req->n_container_requests,
-					   sizeof(*resp->container_responses));
+	resp->container_responses =
+	    calloc(req->n_container_requests, sizeof(*resp->container_responses));
 	if (!resp->container_responses)
 		goto fail;
 
@@ -238,9 +239,9 @@ fail:
 /* ---- GetPreferredAllocation ----------------------------------------------------- */
 
 struct cand {
-	size_t id;         /* index into t->ids */
+	size_t id; /* index into t->ids */
 	bool numa_match;
-	unsigned depth;    /* components shared with the nearest must-include device */
+	unsigned depth; /* components shared with the nearest must-include device */
 	bool healthy;
 };
 
@@ -310,8 +311,9 @@ static size_t pick_anchor(const struct dp_table *t, const struct cand *c, size_t
 	return best;
 }
 
-static int prefer_one(const struct dp_table *t, const V1beta1__ContainerPreferredAllocationRequest *q,
-		      uint32_t *id_mark, uint32_t mark, V1beta1__ContainerPreferredAllocationResponse *out)
+static int prefer_one(const struct dp_table *t,
+		      const V1beta1__ContainerPreferredAllocationRequest *q, uint32_t *id_mark,
+		      uint32_t mark, V1beta1__ContainerPreferredAllocationResponse *out)
 {
 	size_t n_must = 0, n_cand = 0, n_keys = 0, n_numa = 0, want, cap;
 	_cleanup_free_ size_t *must = NULL;
@@ -337,8 +339,8 @@ static int prefer_one(const struct dp_table *t, const V1beta1__ContainerPreferre
 
 		if (idx >= 0 && id_mark[idx] != mark) {
 			id_mark[idx] = mark;
-			cand[n_cand++] = (struct cand){ .id = (size_t)idx,
-							.healthy = t->hcas[t->ids[idx].hca].healthy };
+			cand[n_cand++] = (struct cand){.id = (size_t)idx,
+						       .healthy = t->hcas[t->ids[idx].hca].healthy};
 		}
 	}
 
@@ -413,7 +415,8 @@ static int prefer_one(const struct dp_table *t, const V1beta1__ContainerPreferre
 	return 0;
 }
 
-int dp_preferred_allocation(const struct dp_table *t, const V1beta1__PreferredAllocationRequest *req,
+int dp_preferred_allocation(const struct dp_table *t,
+			    const V1beta1__PreferredAllocationRequest *req,
 			    V1beta1__PreferredAllocationResponse **ret)
 {
 	_cleanup_free_ uint32_t *id_mark = calloc(t->n_ids ? t->n_ids : 1, sizeof(*id_mark));
@@ -425,8 +428,9 @@ int dp_preferred_allocation(const struct dp_table *t, const V1beta1__PreferredAl
 		return -ENOMEM;
 	}
 	v1beta1__preferred_allocation_response__init(resp);
-	resp->container_responses = calloc(req->n_container_requests ? req->n_container_requests : 1,
-					   sizeof(*resp->container_responses));
+	resp->container_responses =
+	    calloc(req->n_container_requests ? req->n_container_requests : 1,
+		   sizeof(*resp->container_responses));
 	if (!resp->container_responses)
 		goto fail;
 	for (size_t c = 0; c < req->n_container_requests; c++) {

@@ -26,21 +26,21 @@
 #include "bridge.h"
 #include "deviceplugin.h"
 
-#define DP_ID_MAX 63                  /* kubelet device IDs */
+#define DP_ID_MAX 63 /* kubelet device IDs */
 #define DP_SHARED_MAX BRIDGE_SHARED_MAX
-#define DP_MAX_MESSAGE (4u << 20)     /* bound on any request we unpack */
+#define DP_MAX_MESSAGE (4u << 20) /* bound on any request we unpack */
 #define DP_ANNOTATION_PREFIX "cdi.k8s.io/rdma-cdi_"
 #define DP_ANNOTATION_SUFFIX_MAX (63 - (sizeof("rdma-cdi_") - 1))
 #define DP_ENV_DEVICES "RDMA_CDI_DEVICES"
 #define DP_CONTAINER_DEV_DIR "/dev/infiniband"
-#define DP_PATH_DEPTH_MAX 16          /* sysfs path components kept for affinity */
+#define DP_PATH_DEPTH_MAX 16 /* sysfs path components kept for affinity */
 
 /* One advertised RDMA device (one CDI device). */
 struct dp_hca {
-	char *name;        /* RDMA device name == CDI device name */
-	char *qualified;   /* "rdma.example/hca=mlx5_3" */
-	char *pci;         /* "" when not on PCI */
-	int numa_node;     /* -1 unknown */
+	char *name;	 /* RDMA device name == CDI device name */
+	char *qualified; /* "rdma.example/hca=mlx5_3" */
+	char *pci;	 /* "" when not on PCI */
+	int numa_node;	 /* -1 unknown */
 	bool healthy;
 	/* Char devices a container gets with the device-specs strategy ("uverbs3",
 	 * "umad3", "issm3"); the first is always the uverbs node. */
@@ -55,28 +55,28 @@ struct dp_hca {
 /* One kubelet device ID. */
 struct dp_id {
 	char id[DP_ID_MAX + 1];
-	size_t hca;        /* index into dp_table.hcas */
+	size_t hca; /* index into dp_table.hcas */
 };
 
 struct dp_table {
-	struct dp_hca *hcas;       /* discovery order: by PCI address, then name */
+	struct dp_hca *hcas; /* discovery order: by PCI address, then name */
 	size_t n_hcas;
-	struct dp_id *ids;         /* advertisement order: HCA order, then replica */
+	struct dp_id *ids; /* advertisement order: HCA order, then replica */
 	size_t n_ids;
-	size_t *by_id;             /* indices into ids, sorted by ID, for lookups */
+	size_t *by_id; /* indices into ids, sorted by ID, for lookups */
 	char *dev_root;
 	bool has_rdma_cm;
 	unsigned strategies;
-	size_t n_skipped;          /* devices left out because their ID collided */
-	bool flat;                 /* everything in one allocation (what dp_table_build returns) */
+	size_t n_skipped; /* devices left out because their ID collided */
+	bool flat;	  /* everything in one allocation (what dp_table_build returns) */
 };
 
 struct dp_table_options {
-	const char *kind;          /* NULL = SPEC_DEFAULT_KIND */
-	const char *dev_root;      /* NULL = "/dev" */
-	unsigned shared;           /* 0/1 = one ID per HCA */
-	unsigned strategies;       /* 0 = default */
-	bool with_mad;             /* device-specs also carry umad/issm */
+	const char *kind;     /* NULL = SPEC_DEFAULT_KIND */
+	const char *dev_root; /* NULL = "/dev" */
+	unsigned shared;      /* 0/1 = one ID per HCA */
+	unsigned strategies;  /* 0 = default */
+	bool with_mad;	      /* device-specs also carry umad/issm */
 };
 
 /*
@@ -113,7 +113,8 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
  * ID the first pick is the healthy device on the NUMA node with most candidates.
  * Runs in O(n log n). Returns 0 or -ENOMEM.
  */
-int dp_preferred_allocation(const struct dp_table *t, const V1beta1__PreferredAllocationRequest *req,
+int dp_preferred_allocation(const struct dp_table *t,
+			    const V1beta1__PreferredAllocationRequest *req,
 			    V1beta1__PreferredAllocationResponse **ret);
 
 /*
@@ -121,7 +122,8 @@ int dp_preferred_allocation(const struct dp_table *t, const V1beta1__PreferredAl
  * '_' and non-alphanumeric ends trimmed, or "h" + 16 hex digits of a hash over all IDs
  * when that does not fit. Writes at most DP_ANNOTATION_SUFFIX_MAX chars + NUL.
  */
-void dp_annotation_suffix(char *const *ids, size_t n_ids, char buf[static DP_ANNOTATION_SUFFIX_MAX + 1]);
+void dp_annotation_suffix(char *const *ids, size_t n_ids,
+			  char buf[static DP_ANNOTATION_SUFFIX_MAX + 1]);
 
 /* Copies s into buf for a log line or error: printable ASCII only, at most 64 chars. */
 const char *dp_sanitize(const char *s, char *buf, size_t size);

@@ -37,10 +37,10 @@
 /* What an inotify event in the plugin directory means for us. */
 enum {
 	EV_NONE,
-	EV_KUBELET,   /* kubelet.sock created or moved in */
-	EV_OURS,      /* our socket deleted or moved away */
-	EV_RECHECK,   /* queue overflow: check everything */
-	EV_DIR_GONE,  /* the plugin directory itself went away */
+	EV_KUBELET,  /* kubelet.sock created or moved in */
+	EV_OURS,     /* our socket deleted or moved away */
+	EV_RECHECK,  /* queue overflow: check everything */
+	EV_DIR_GONE, /* the plugin directory itself went away */
 };
 
 struct bridge {
@@ -49,7 +49,7 @@ struct bridge {
 	struct dp_table_options topts;
 	struct dp_server *srv;
 	int sig_fd, notify_fd, retry_fd, rescan_fd;
-	int inotify_fd;      /* libinotifytools' own; not ours to close */
+	int inotify_fd; /* libinotifytools' own; not ours to close */
 	bool inotify_inited;
 	/* registration state */
 	bool registered, in_flight, want_register, waiting_logged;
@@ -125,13 +125,14 @@ static int watch_start(struct bridge *b)
 			b->inotify_fd = after[i];
 	}
 	if (b->inotify_fd < 0)
-		return log_error_errno(-EBADF, "cannot find the inotify descriptor of libinotifytools");
+		return log_error_errno(-EBADF,
+				       "cannot find the inotify descriptor of libinotifytools");
 	if (fcntl(b->inotify_fd, F_SETFD, FD_CLOEXEC) < 0 ||
 	    fcntl(b->inotify_fd, F_SETFL, fcntl(b->inotify_fd, F_GETFL) | O_NONBLOCK) < 0)
 		return log_error_errno(-errno, "cannot set up the inotify descriptor");
 	if (!inotifytools_watch_file(b->plugin_dir, IN_CREATE | IN_MOVED_TO | IN_DELETE |
-							    IN_MOVED_FROM | IN_DELETE_SELF |
-							    IN_MOVE_SELF | IN_ONLYDIR))
+							IN_MOVED_FROM | IN_DELETE_SELF |
+							IN_MOVE_SELF | IN_ONLYDIR))
 		return log_error_errno(-inotifytools_error(), "cannot watch %s", b->plugin_dir);
 	return 0;
 }
@@ -149,7 +150,8 @@ static int read_events(struct bridge *b, int *what)
 		if (n < 0 && errno == EAGAIN)
 			return 0;
 		if (n <= 0)
-			return log_error_errno(n < 0 ? -errno : -EIO, "reading inotify events failed");
+			return log_error_errno(n < 0 ? -errno : -EIO,
+					       "reading inotify events failed");
 		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
@@ -170,7 +172,7 @@ static void watch_stop(struct bridge *b)
 static int rescan(struct bridge *b, bool force, bool first)
 {
 	const struct bridge_options *o = b->o;
-	struct spec_write_options wo = { .spec_dir = o->spec_dir, .format = CDI_FORMAT_JSON };
+	struct spec_write_options wo = {.spec_dir = o->spec_dir, .format = CDI_FORMAT_JSON};
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_free_ char *path = NULL;
 	struct disc_node *node = NULL;
@@ -180,7 +182,8 @@ static int rescan(struct bridge *b, bool force, bool first)
 
 	r = disc_scan(&o->disc, &node);
 	if (r < 0)
-		return log_error_errno(r, "scanning %s failed", o->disc.sysfs_root ? o->disc.sysfs_root : "/sys");
+		return log_error_errno(r, "scanning %s failed",
+				       o->disc.sysfs_root ? o->disc.sysfs_root : "/sys");
 	for (size_t i = 0; i < node->n_problems; i++) {
 		if (first || force)
 			log_warning("%s", node->problems[i]);
@@ -215,7 +218,8 @@ static int rescan(struct bridge *b, bool force, bool first)
 		goto out;
 	}
 	if (t->n_skipped > 0)
-		log_warning("%zu device(s) left out: their device ID collides with another's", t->n_skipped);
+		log_warning("%zu device(s) left out: their device ID collides with another's",
+			    t->n_skipped);
 	/* Transients go before anything long-lived is allocated (the packed list). */
 	disc_node_free(TAKE_PTR(node));
 	cJSON_Delete(TAKE_PTR(spec));
@@ -234,7 +238,7 @@ out:
 static void arm_timer_ms(int fd, unsigned ms)
 {
 	struct itimerspec its = {
-		.it_value = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 },
+	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000},
 	};
 
 	if (timerfd_settime(fd, 0, &its, NULL) < 0)
@@ -266,7 +270,7 @@ static void try_register(struct bridge *b, bool restart)
 	if (!restart && st.st_ino == b->reg_ino && st.st_ctim.tv_sec == b->reg_ctime.tv_sec &&
 	    st.st_ctim.tv_nsec == b->reg_ctime.tv_nsec &&
 	    (b->registered || b->in_flight || b->want_register))
-		return;  /* this kubelet has us, or an attempt on it is under way */
+		return; /* this kubelet has us, or an attempt on it is under way */
 	r = dp_server_register(b->srv);
 	if (r == -EBUSY) {
 		/* An attempt towards an older socket is in flight: replace it. */
@@ -400,7 +404,8 @@ static int setup_paths(struct bridge *b)
 		/* The kubelet creates it 0750 too; we may simply be first. */
 		r = mkdir_p(b->plugin_dir, 0750);
 		if (r < 0)
-			return log_error_errno(r, "cannot create plugin directory %s", b->plugin_dir);
+			return log_error_errno(r, "cannot create plugin directory %s",
+					       b->plugin_dir);
 		log_info("created plugin directory %s", b->plugin_dir);
 	} else if (!S_ISDIR(st.st_mode)) {
 		return log_error_errno(-ENOTDIR, "plugin directory %s", b->plugin_dir);
@@ -415,10 +420,12 @@ static int check_options(const struct bridge_options *o)
 	if (!bridge_resource_name_is_valid(res))
 		return log_error_errno(-EINVAL, "invalid resource name \"%s\"", res);
 	if (o->shared > BRIDGE_SHARED_MAX)
-		return log_error_errno(-EINVAL, "--shared %u exceeds %d", o->shared, BRIDGE_SHARED_MAX);
+		return log_error_errno(-EINVAL, "--shared %u exceeds %d", o->shared,
+				       BRIDGE_SHARED_MAX);
 	if (o->strategies & ~(unsigned)(BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS |
-					 BRIDGE_STRATEGY_DEVICE_SPECS))
-		return log_error_errno(-EINVAL, "invalid device list strategy mask 0x%x", o->strategies);
+					BRIDGE_STRATEGY_DEVICE_SPECS))
+		return log_error_errno(-EINVAL, "invalid device list strategy mask 0x%x",
+				       o->strategies);
 	if (o->spec.kind && !cdi_kind_is_valid(o->spec.kind))
 		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", o->spec.kind);
 	return 0;
@@ -428,7 +435,7 @@ static void bridge_close(struct bridge *b)
 {
 	watch_stop(b);
 	dp_server_free(b->srv);
-	int fds[] = { b->sig_fd, b->notify_fd, b->retry_fd, b->rescan_fd };
+	int fds[] = {b->sig_fd, b->notify_fd, b->retry_fd, b->rescan_fd};
 
 	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
 		if (fds[i] >= 0)
@@ -444,11 +451,11 @@ static int loop(struct bridge *b)
 {
 	enum { P_SIG, P_WATCH, P_NOTIFY, P_RETRY, P_RESCAN, P_N };
 	struct pollfd p[P_N] = {
-		[P_SIG] = { .fd = b->sig_fd, .events = POLLIN },
-		[P_WATCH] = { .fd = b->inotify_fd, .events = POLLIN },
-		[P_NOTIFY] = { .fd = b->notify_fd, .events = POLLIN },
-		[P_RETRY] = { .fd = b->retry_fd, .events = POLLIN },
-		[P_RESCAN] = { .fd = b->rescan_fd, .events = POLLIN },
+	    [P_SIG] = {.fd = b->sig_fd, .events = POLLIN},
+	    [P_WATCH] = {.fd = b->inotify_fd, .events = POLLIN},
+	    [P_NOTIFY] = {.fd = b->notify_fd, .events = POLLIN},
+	    [P_RETRY] = {.fd = b->retry_fd, .events = POLLIN},
+	    [P_RESCAN] = {.fd = b->rescan_fd, .events = POLLIN},
 	};
 	uint64_t u;
 	int r;
@@ -467,7 +474,8 @@ static int loop(struct bridge *b)
 					log_info("SIGHUP: rescanning");
 					(void)rescan(b, true, false);
 				} else {
-					log_info("SIG%s: stopping", sigabbrev_np((int)si.ssi_signo));
+					log_info("SIG%s: stopping",
+						 sigabbrev_np((int)si.ssi_signo));
 					return 0;
 				}
 			}
@@ -480,10 +488,11 @@ static int loop(struct bridge *b)
 			if (r < 0)
 				return r;
 			if (what & (1 << EV_DIR_GONE))
-				return log_error_errno(-ENOENT,
-						       "plugin directory %s went away: exiting so the "
-						       "supervisor restarts us",
-						       b->plugin_dir);
+				return log_error_errno(
+				    -ENOENT,
+				    "plugin directory %s went away: exiting so the "
+				    "supervisor restarts us",
+				    b->plugin_dir);
 			kubelet = what & ((1 << EV_KUBELET) | (1 << EV_RECHECK));
 			check = what & ~(1 << EV_NONE);
 			if (check) {
@@ -504,10 +513,13 @@ static int loop(struct bridge *b)
 int bridge_run(const struct bridge_options *o)
 {
 	struct bridge b = {
-		.o = o,
-		.sig_fd = -1, .notify_fd = -1, .retry_fd = -1, .rescan_fd = -1,
-		.inotify_fd = -1,
-		.retry_ms = RETRY_MIN_MS,
+	    .o = o,
+	    .sig_fd = -1,
+	    .notify_fd = -1,
+	    .retry_fd = -1,
+	    .rescan_fd = -1,
+	    .inotify_fd = -1,
+	    .retry_ms = RETRY_MIN_MS,
 	};
 	int interval = o->rescan_interval == 0 ? BRIDGE_DEFAULT_RESCAN_SEC : o->rescan_interval;
 	sigset_t mask, old_mask;
@@ -517,11 +529,11 @@ int bridge_run(const struct bridge_options *o)
 	if (r < 0)
 		return r;
 	b.topts = (struct dp_table_options){
-		.kind = o->spec.kind,
-		.dev_root = o->spec.dev_root ? o->spec.dev_root : o->disc.dev_root,
-		.shared = o->shared,
-		.strategies = o->strategies,
-		.with_mad = o->spec.with_mad,
+	    .kind = o->spec.kind,
+	    .dev_root = o->spec.dev_root ? o->spec.dev_root : o->disc.dev_root,
+	    .shared = o->shared,
+	    .strategies = o->strategies,
+	    .with_mad = o->spec.with_mad,
 	};
 
 	/* Blocked before any thread exists (gRPC starts its own), so only signalfd sees them. */
@@ -545,14 +557,15 @@ int bridge_run(const struct bridge_options *o)
 		goto out;
 	}
 
-	r = dp_server_new(&(struct dp_server_config){
-				  .socket_path = b.socket_path,
-				  .kubelet_path = b.kubelet_path,
-				  .endpoint = BRIDGE_SOCKET_NAME,
-				  .resource = o->resource ? o->resource : BRIDGE_DEFAULT_RESOURCE,
-				  .notify_fd = b.notify_fd,
-			  },
-			  &b.srv);
+	r = dp_server_new(
+	    &(struct dp_server_config){
+		.socket_path = b.socket_path,
+		.kubelet_path = b.kubelet_path,
+		.endpoint = BRIDGE_SOCKET_NAME,
+		.resource = o->resource ? o->resource : BRIDGE_DEFAULT_RESOURCE,
+		.notify_fd = b.notify_fd,
+	    },
+	    &b.srv);
 	if (r < 0) {
 		log_error_errno(r, "starting gRPC failed");
 		goto out;
@@ -570,8 +583,8 @@ int bridge_run(const struct bridge_options *o)
 		goto out;
 	try_register(&b, true);
 	if (interval > 0) {
-		struct itimerspec its = { .it_value = { .tv_sec = interval },
-					  .it_interval = { .tv_sec = interval } };
+		struct itimerspec its = {.it_value = {.tv_sec = interval},
+					 .it_interval = {.tv_sec = interval}};
 
 		timerfd_settime(b.rescan_fd, 0, &its, NULL);
 	}

@@ -21,20 +21,20 @@
 #define BRIDGE_SHARED_MAX 1000
 
 enum bridge_strategy {
-	BRIDGE_STRATEGY_CDI_CRI = 1 << 0,          /* ContainerAllocateResponse.cdi_devices */
-	BRIDGE_STRATEGY_CDI_ANNOTATIONS = 1 << 1,  /* cdi.k8s.io/ annotation */
-	BRIDGE_STRATEGY_DEVICE_SPECS = 1 << 2,     /* plain DeviceSpecs */
+	BRIDGE_STRATEGY_CDI_CRI = 1 << 0,	  /* ContainerAllocateResponse.cdi_devices */
+	BRIDGE_STRATEGY_CDI_ANNOTATIONS = 1 << 1, /* cdi.k8s.io/ annotation */
+	BRIDGE_STRATEGY_DEVICE_SPECS = 1 << 2,	  /* plain DeviceSpecs */
 };
 
 struct bridge_options {
-	const char *plugin_dir;       /* NULL = BRIDGE_DEFAULT_PLUGIN_DIR */
-	const char *resource;         /* NULL = BRIDGE_DEFAULT_RESOURCE */
-	unsigned strategies;          /* 0 = CDI_CRI | CDI_ANNOTATIONS */
-	unsigned shared;              /* 0 or 1 = exclusive; N > 1 = N IDs per HCA (max
-	                                 BRIDGE_SHARED_MAX) */
+	const char *plugin_dir; /* NULL = BRIDGE_DEFAULT_PLUGIN_DIR */
+	const char *resource;	/* NULL = BRIDGE_DEFAULT_RESOURCE */
+	unsigned strategies;	/* 0 = CDI_CRI | CDI_ANNOTATIONS */
+	unsigned shared;	/* 0 or 1 = exclusive; N > 1 = N IDs per HCA (max
+				   BRIDGE_SHARED_MAX) */
 	struct disc_options disc;
 	struct spec_options spec;
-	const char *spec_dir;         /* NULL = SPEC_DEFAULT_DIR */
+	const char *spec_dir; /* NULL = SPEC_DEFAULT_DIR */
 	/* Health/hotplug rescan period in seconds: 0 = BRIDGE_DEFAULT_RESCAN_SEC, < 0 = only
 	 * on SIGHUP. A rescan that changes nothing sends nothing. */
 	int rescan_interval;

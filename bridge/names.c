@@ -12,9 +12,9 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } strategies[] = {
-	{ "cdi-cri", BRIDGE_STRATEGY_CDI_CRI },
-	{ "cdi-annotations", BRIDGE_STRATEGY_CDI_ANNOTATIONS },
-	{ "device-specs", BRIDGE_STRATEGY_DEVICE_SPECS },
+    {"cdi-cri", BRIDGE_STRATEGY_CDI_CRI},
+    {"cdi-annotations", BRIDGE_STRATEGY_CDI_ANNOTATIONS},
+    {"device-specs", BRIDGE_STRATEGY_DEVICE_SPECS},
 };
 
 int bridge_parse_strategies(const char *s, unsigned *ret_mask)
@@ -34,7 +34,7 @@ int bridge_parse_strategies(const char *s, unsigned *ret_mask)
 				found = true;
 			}
 		if (!found)
-			return -EINVAL;  /* also catches empty items: "a,,b", "a," */
+			return -EINVAL; /* also catches empty items: "a,,b", "a," */
 		if (s[len] == '\0')
 			break;
 		s += len + 1;
@@ -70,7 +70,7 @@ static bool dns_subdomain_is_valid(const char *s, size_t len)
 				return false;
 		i += l;
 		if (i < len && ++i == len)
-			return false;  /* trailing dot */
+			return false; /* trailing dot */
 	}
 	return true;
 }
@@ -111,7 +111,8 @@ bool bridge_resource_name_is_valid(const char *name)
 	       qualified_name_part_is_valid(slash + 1);
 }
 
-void dp_annotation_suffix(char *const *ids, size_t n_ids, char buf[static DP_ANNOTATION_SUFFIX_MAX + 1])
+void dp_annotation_suffix(char *const *ids, size_t n_ids,
+			  char buf[static DP_ANNOTATION_SUFFIX_MAX + 1])
 {
 	const char *first = n_ids > 0 ? ids[0] : "";
 	size_t len = strlen(first), start = 0, n = 0;

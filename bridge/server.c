@@ -33,20 +33,28 @@
 
 #include "server.h"
 
-#define DP_STREAMS_MAX 16            /* concurrent ListAndWatch streams; the kubelet needs 1 */
+#define DP_STREAMS_MAX 16	     /* concurrent ListAndWatch streams; the kubelet needs 1 */
 #define DP_REGISTER_TIMEOUT_MS 12000 /* the kubelet's own dial-back timeout is 10 s */
 #define DP_SHUTDOWN_WAIT_S 10
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-enum dp_method { M_OPTIONS, M_LIST, M_PREFERRED, M_ALLOCATE, M_PRESTART, M_REGISTERED, M_UNKNOWN = M_REGISTERED };
+enum dp_method {
+	M_OPTIONS,
+	M_LIST,
+	M_PREFERRED,
+	M_ALLOCATE,
+	M_PRESTART,
+	M_REGISTERED,
+	M_UNKNOWN = M_REGISTERED
+};
 
 static const char *const method_paths[M_REGISTERED] = {
-	[M_OPTIONS] = "/v1beta1.DevicePlugin/GetDevicePluginOptions",
-	[M_LIST] = "/v1beta1.DevicePlugin/ListAndWatch",
-	[M_PREFERRED] = "/v1beta1.DevicePlugin/GetPreferredAllocation",
-	[M_ALLOCATE] = "/v1beta1.DevicePlugin/Allocate",
-	[M_PRESTART] = "/v1beta1.DevicePlugin/PreStartContainer",
+    [M_OPTIONS] = "/v1beta1.DevicePlugin/GetDevicePluginOptions",
+    [M_LIST] = "/v1beta1.DevicePlugin/ListAndWatch",
+    [M_PREFERRED] = "/v1beta1.DevicePlugin/GetPreferredAllocation",
+    [M_ALLOCATE] = "/v1beta1.DevicePlugin/Allocate",
+    [M_PRESTART] = "/v1beta1.DevicePlugin/PreStartContainer",
 };
 
 struct dp_tag {
@@ -67,7 +75,7 @@ struct dp_inst {
 	struct dp_server *s;
 	grpc_server *server;
 	void *methods[M_REGISTERED];
-	unsigned refs;  /* control thread + each requested call + pending shutdown */
+	unsigned refs; /* control thread + each requested call + pending shutdown */
 	/* under lock: stopping = no new requested calls; the control thread destroys the
 	 * server once shutdown_done, unless it gave up waiting (abandoned). */
 	bool stopping, shutdown_done, abandoned;
@@ -137,7 +145,8 @@ static void *cq_thread(void *arg)
 	struct dp_server *s = arg;
 
 	for (;;) {
-		grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+		grpc_event ev =
+		    grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
 
 		if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
@@ -211,7 +220,8 @@ static ProtobufCMessage *unpack_payload(grpc_byte_buffer *bb, const ProtobufCMes
 		return NULL;
 	slice = grpc_byte_buffer_reader_readall(&reader);
 	grpc_byte_buffer_reader_destroy(&reader);
-	m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(slice), GRPC_SLICE_START_PTR(slice));
+	m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(slice),
+				      GRPC_SLICE_START_PTR(slice));
 	grpc_slice_unref(slice);
 	return m;
 }
@@ -255,8 +265,9 @@ static void request_call(struct dp_inst *inst, enum dp_method m)
 	grpc_call_error e;
 
 	if (!c) {
-		log_error("out of memory requesting the next %s call, method disabled until re-serve",
-			  m == M_UNKNOWN ? "unknown" : method_paths[m]);
+		log_error(
+		    "out of memory requesting the next %s call, method disabled until re-serve",
+		    m == M_UNKNOWN ? "unknown" : method_paths[m]);
 		return;
 	}
 	c->tag.fn = on_request;
@@ -328,7 +339,8 @@ static void handle_allocate(struct dp_call *c, struct dp_snapshot *sn)
 	char err[256];
 	int r;
 
-	req = (V1beta1__AllocateRequest *)unpack_payload(c->payload, &v1beta1__allocate_request__descriptor);
+	req = (V1beta1__AllocateRequest *)unpack_payload(c->payload,
+							 &v1beta1__allocate_request__descriptor);
 	if (!req) {
 		log_warning("Allocate rejected: request does not parse");
 		answer(c, GRPC_STATUS_INVALID_ARGUMENT, "AllocateRequest does not parse");
@@ -337,7 +349,9 @@ static void handle_allocate(struct dp_call *c, struct dp_snapshot *sn)
 	r = dp_allocate(sn->table, req, &resp, err, sizeof(err));
 	if (r < 0) {
 		log_warning("Allocate rejected: %s", err);
-		answer(c, r == -EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED, err);
+		answer(c,
+		       r == -EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED,
+		       err);
 	} else {
 		for (size_t i = 0; i < resp->n_container_responses; i++)
 			log_info("Allocate: container %zu gets %s", i,
@@ -355,10 +369,11 @@ static void handle_preferred(struct dp_call *c, struct dp_snapshot *sn)
 	V1beta1__PreferredAllocationResponse *resp = NULL;
 
 	req = (V1beta1__PreferredAllocationRequest *)unpack_payload(
-		c->payload, &v1beta1__preferred_allocation_request__descriptor);
+	    c->payload, &v1beta1__preferred_allocation_request__descriptor);
 	if (!req) {
 		log_warning("GetPreferredAllocation rejected: request does not parse");
-		answer(c, GRPC_STATUS_INVALID_ARGUMENT, "PreferredAllocationRequest does not parse");
+		answer(c, GRPC_STATUS_INVALID_ARGUMENT,
+		       "PreferredAllocationRequest does not parse");
 		return;
 	}
 	if (dp_preferred_allocation(sn->table, req, &resp) < 0) {
@@ -366,12 +381,13 @@ static void handle_preferred(struct dp_call *c, struct dp_snapshot *sn)
 	} else {
 		if (log_get_level() >= LOG_LVL_DEBUG)
 			for (size_t i = 0; i < resp->n_container_responses; i++)
-				log_debug("GetPreferredAllocation: container %zu: %zu of %zu IDs, first %s",
+				log_debug("GetPreferredAllocation: container %zu: %zu of %zu IDs, "
+					  "first %s",
 					  i, resp->container_responses[i]->n_deviceids,
 					  req->container_requests[i]->n_available_deviceids,
 					  resp->container_responses[i]->n_deviceids
-						  ? resp->container_responses[i]->deviceids[0]
-						  : "-");
+					      ? resp->container_responses[i]->deviceids[0]
+					      : "-");
 		c->reply = pack_message(&resp->base);
 		answer(c, GRPC_STATUS_OK, NULL);
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -499,7 +515,7 @@ static void on_stream_sent(struct dp_tag *tag, bool ok)
 	st->buf = NULL;
 	st->sending = false;
 	if (ok)
-		stream_send_locked(st);  /* a newer list arrived meanwhile */
+		stream_send_locked(st); /* a newer list arrived meanwhile */
 	stream_maybe_free_locked(st);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -597,7 +613,7 @@ static void stop_serving(struct dp_server *s)
 	inst = s->inst;
 	s->inst = NULL;
 	if (inst) {
-		inst->refs++;  /* for the shutdown tag */
+		inst->refs++; /* for the shutdown tag */
 		inst->stopping = true;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -642,14 +658,14 @@ bool dp_server_socket_is_current(struct dp_server *s)
 /* Removes a socket nobody listens on; refuses anything else. */
 static int remove_stale_socket(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISSOCK(st.st_mode))
-		return -EEXIST;  /* a symlink or file is not ours to remove */
+		return -EEXIST; /* a symlink or file is not ours to remove */
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
@@ -667,11 +683,11 @@ static int remove_stale_socket(const char *path)
 int dp_server_serve(struct dp_server *s)
 {
 	grpc_arg arg = {
-		.type = GRPC_ARG_INTEGER,
-		.key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-		.value.integer = (int)DP_MAX_MESSAGE,
+	    .type = GRPC_ARG_INTEGER,
+	    .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+	    .value.integer = (int)DP_MAX_MESSAGE,
 	};
-	grpc_channel_args args = { .num_args = 1, .args = &arg };
+	grpc_channel_args args = {.num_args = 1, .args = &arg};
 	_cleanup_free_ char *target = NULL;
 	grpc_server_credentials *creds;
 	struct dp_inst *inst;
@@ -696,8 +712,9 @@ int dp_server_serve(struct dp_server *s)
 	inst->server = grpc_server_create(&args, NULL);
 	grpc_server_register_completion_queue(inst->server, s->cq, NULL);
 	for (int m = 0; m < M_REGISTERED; m++)
-		inst->methods[m] = grpc_server_register_method(
-			inst->server, method_paths[m], NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+		inst->methods[m] =
+		    grpc_server_register_method(inst->server, method_paths[m], NULL,
+						GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
 
 	creds = grpc_insecure_server_credentials_create();
 	/* Only root (the kubelet) may talk to us: the socket is created 0600. The control
@@ -803,7 +820,8 @@ static void on_registered(struct dp_tag *tag, bool ok)
 	int result;
 
 	if (ok && r->status == GRPC_STATUS_OK) {
-		log_info("registered %s with the kubelet (%s)", s->cfg.resource, s->cfg.kubelet_path);
+		log_info("registered %s with the kubelet (%s)", s->cfg.resource,
+			 s->cfg.kubelet_path);
 		result = 1;
 	} else {
 		char *d = grpc_slice_to_c_string(r->details);
@@ -865,11 +883,11 @@ int dp_server_register(struct dp_server *s)
 	r->channel = grpc_channel_create(target, creds, NULL);
 	grpc_channel_credentials_release(creds);
 	r->call = grpc_channel_create_call(
-		r->channel, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
-		grpc_slice_from_static_string("/v1beta1.Registration/Register"), NULL,
-		gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
-			     gpr_time_from_millis(DP_REGISTER_TIMEOUT_MS, GPR_TIMESPAN)),
-		NULL);
+	    r->channel, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
+	    grpc_slice_from_static_string("/v1beta1.Registration/Register"), NULL,
+	    gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
+			 gpr_time_from_millis(DP_REGISTER_TIMEOUT_MS, GPR_TIMESPAN)),
+	    NULL);
 	if (!r->call) {
 		register_free(r);
 		return -ENOMEM;
@@ -970,8 +988,9 @@ void dp_server_free(struct dp_server *s)
 		if (s->thread_started)
 			pthread_join(s->thread, NULL);
 		else
-			while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-				       .type != GRPC_QUEUE_SHUTDOWN)
+			while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME),
+							  NULL)
+				   .type != GRPC_QUEUE_SHUTDOWN)
 				;
 		grpc_completion_queue_destroy(s->cq);
 	}

@@ -16,11 +16,11 @@
 struct dp_server;
 
 struct dp_server_config {
-	const char *socket_path;   /* absolute: <plugin-dir>/rdma-cdi.sock */
-	const char *kubelet_path;  /* absolute: <plugin-dir>/kubelet.sock */
-	const char *endpoint;      /* socket file name sent in RegisterRequest */
+	const char *socket_path;  /* absolute: <plugin-dir>/rdma-cdi.sock */
+	const char *kubelet_path; /* absolute: <plugin-dir>/kubelet.sock */
+	const char *endpoint;	  /* socket file name sent in RegisterRequest */
 	const char *resource;
-	int notify_fd;             /* eventfd written when a Register call finishes */
+	int notify_fd; /* eventfd written when a Register call finishes */
 };
 
 /* grpc_init() and the completion-queue thread. The config strings must outlive it. */

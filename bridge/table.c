@@ -143,8 +143,7 @@ static int spec_names(const cJSON *spec, const char ***ret, size_t *ret_n)
 
 	if (!names)
 		return -ENOMEM;
-	cJSON_ArrayForEach(d, devices)
-	{
+	cJSON_ArrayForEach (d, devices) {
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
 
 		if (cJSON_IsString(name) && n < cap)
@@ -260,8 +259,9 @@ int dp_table_build(const struct disc_node *node, const cJSON *spec,
 	if (!t->dev_root)
 		return -ENOMEM;
 	t->has_rdma_cm = node->has_rdma_cm;
-	t->strategies = opts->strategies ? opts->strategies
-					 : BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS;
+	t->strategies = opts->strategies
+			    ? opts->strategies
+			    : BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS;
 	t->hcas = calloc(node->n_devices ? node->n_devices : 1, sizeof(*t->hcas));
 	t->ids = calloc(node->n_devices ? node->n_devices * replicas : 1, sizeof(*t->ids));
 	if (!t->hcas || !t->ids)
@@ -273,7 +273,8 @@ int dp_table_build(const struct disc_node *node, const cJSON *spec,
 
 		if (!disc_device_usable(dev) || (spec && !name_in(names, n_names, dev->name)))
 			continue;
-		base_id(dev, shares_function(node, i, names, n_names, spec != NULL), suffix_len, base);
+		base_id(dev, shares_function(node, i, names, n_names, spec != NULL), suffix_len,
+			base);
 
 		r = hca_init(&t->hcas[t->n_hcas], dev, kind, opts->with_mad);
 		if (r < 0) {

@@ -147,7 +147,7 @@ static void stop_bridge(pid_t pid, const char *work)
 		printf("bridge exited abnormally (status 0x%x); end of its log:\n", status);
 		fflush(stdout);
 		snprintf(log, sizeof(log), "%s/bridge.log", work);
-		run((char *[]){ "/usr/bin/tail", "-n", "20", log, NULL });
+		run((char *[]){"/usr/bin/tail", "-n", "20", log, NULL});
 		failed = true;
 	}
 }
@@ -176,7 +176,8 @@ static void call_start(grpc_channel *ch, grpc_completion_queue *cq, struct call 
 	c->send = grpc_raw_byte_buffer_create(&payload, 1);
 	c->t0 = now_us();
 	c->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-					   grpc_slice_from_static_string(method), NULL, in_ms(10000), NULL);
+					   grpc_slice_from_static_string(method), NULL,
+					   in_ms(10000), NULL);
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
 	ops[1].op = GRPC_OP_SEND_MESSAGE;
 	ops[1].data.send_message.send_message = c->send;
@@ -230,8 +231,8 @@ static grpc_slice allocate_request(const char *id)
 {
 	V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
 	V1beta1__ContainerAllocateRequest c = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
-	V1beta1__ContainerAllocateRequest *cs[] = { &c };
-	char *ids[] = { (char *)id };
+	V1beta1__ContainerAllocateRequest *cs[] = {&c};
+	char *ids[] = {(char *)id};
 
 	c.devices_ids = ids;
 	c.n_devices_ids = 1;
@@ -243,8 +244,9 @@ static grpc_slice allocate_request(const char *id)
 static grpc_slice preferred_request(char **avail, size_t n, char *must)
 {
 	V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
-	V1beta1__ContainerPreferredAllocationRequest c = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
-	V1beta1__ContainerPreferredAllocationRequest *cs[] = { &c };
+	V1beta1__ContainerPreferredAllocationRequest c =
+	    V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+	V1beta1__ContainerPreferredAllocationRequest *cs[] = {&c};
 
 	c.available_deviceids = avail;
 	c.n_available_deviceids = n;
@@ -270,7 +272,7 @@ struct stats {
 static struct stats percentiles(double *v, size_t n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
-	return (struct stats){ v[n / 2], v[(size_t)(n * 0.99)], v[n - 1] };
+	return (struct stats){v[n / 2], v[(size_t)(n * 0.99)], v[n - 1]};
 }
 
 /* One caller, calls in sequence. */
@@ -299,7 +301,8 @@ static struct stats serial(grpc_channel *ch, grpc_completion_queue *cq, const ch
 }
 
 /* IN_FLIGHT calls outstanding at all times; returns calls per second. */
-static double concurrent(grpc_channel *ch, grpc_completion_queue *cq, grpc_slice payload, unsigned n)
+static double concurrent(grpc_channel *ch, grpc_completion_queue *cq, grpc_slice payload,
+			 unsigned n)
 {
 	struct call *calls = calloc(IN_FLIGHT, sizeof(*calls));
 	unsigned started = 0, finished = 0;
@@ -339,7 +342,7 @@ struct regsrv {
 	gpr_timespec deadline;
 	grpc_byte_buffer *reply;
 	int cancelled;
-	double created_us;  /* just before kubelet.sock is bound */
+	double created_us; /* just before kubelet.sock is bound */
 };
 
 static bool regsrv_start(struct regsrv *r, const char *sock, grpc_completion_queue *cq)
@@ -416,7 +419,8 @@ static void delete_sockets(const char *dir)
 	while (d && (de = readdir(d))) {
 		struct stat st;
 
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISSOCK(st.st_mode))
 			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	if (d)
@@ -452,11 +456,14 @@ static bool fixture(const char *work, const char *profile, unsigned devices, cha
 	snprintf(dev, 512, "%s/dev", work);
 	snprintf(n, sizeof(n), "%u", devices);
 	if (devices)
-		return run((char *[]){ (char *)opt_python, (char *)opt_mksysfs, "build", (char *)profile, sys,
-				       "--devices", n, NULL }) == 0 &&
-		       run((char *[]){ (char *)opt_python, (char *)opt_mksysfs, "mkdev", sys, dev, NULL }) == 0;
-	return run((char *[]){ (char *)opt_python, (char *)opt_mksysfs, "build", (char *)profile, sys, NULL }) == 0 &&
-	       run((char *[]){ (char *)opt_python, (char *)opt_mksysfs, "mkdev", sys, dev, NULL }) == 0;
+		return run((char *[]){(char *)opt_python, (char *)opt_mksysfs, "build",
+				      (char *)profile, sys, "--devices", n, NULL}) == 0 &&
+		       run((char *[]){(char *)opt_python, (char *)opt_mksysfs, "mkdev", sys, dev,
+				      NULL}) == 0;
+	return run((char *[]){(char *)opt_python, (char *)opt_mksysfs, "build", (char *)profile,
+			      sys, NULL}) == 0 &&
+	       run((char *[]){(char *)opt_python, (char *)opt_mksysfs, "mkdev", sys, dev, NULL}) ==
+		   0;
 }
 
 static void report_memory(pid_t pid, const char *what, bool check)
@@ -527,11 +534,12 @@ static void bench_node(const char *name, const char *profile, unsigned devices, 
 	grpc_slice_unref(payload);
 
 	if (!devices) {
-		char *avail[] = { "0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0",
-				  "0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0" };
+		char *avail[] = {"0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0",
+				 "0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0"};
 
 		payload = preferred_request(avail, ELEMENTSOF(avail), avail[0]);
-		s = serial(ch, cq, "/v1beta1.DevicePlugin/GetPreferredAllocation", payload, opt_calls / 4);
+		s = serial(ch, cq, "/v1beta1.DevicePlugin/GetPreferredAllocation", payload,
+			   opt_calls / 4);
 		printf("%s: GetPreferredAllocation (8 available, 1 must, size 2), 1 caller: "
 		       "p50 %.0f us, p99 %.0f us\n",
 		       name, s.p50, s.p99);
@@ -546,14 +554,16 @@ static void bench_node(const char *name, const char *profile, unsigned devices, 
 			regsrv_stop(&reg, cq);
 			delete_sockets(plugins);
 			if (!regsrv_start(&reg, ksock, cq) || (dt[i] = regsrv_wait(&reg, cq)) < 0) {
-				printf("%s: no re-registration after kubelet restart %d\n", name, i);
+				printf("%s: no re-registration after kubelet restart %d\n", name,
+				       i);
 				failed = true;
 				break;
 			}
 		}
 		s = percentiles(dt, 20);
-		printf("%s: re-registration after kubelet restart (20x): p50 %.1f ms, max %.1f ms\n",
-		       name, s.p50 / 1e3, s.max / 1e3);
+		printf(
+		    "%s: re-registration after kubelet restart (20x): p50 %.1f ms, max %.1f ms\n",
+		    name, s.p50 / 1e3, s.max / 1e3);
 		if (s.max >= 100e3) {
 			printf("  MISSED target: re-registration under 100 ms\n");
 			failed = true;
@@ -569,35 +579,45 @@ static void bench_node(const char *name, const char *profile, unsigned devices, 
 	       GRPC_QUEUE_SHUTDOWN)
 		;
 	grpc_completion_queue_destroy(cq);
-	run((char *[]){ "/bin/rm", "-rf", work, NULL });
+	run((char *[]){"/bin/rm", "-rf", work, NULL});
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "rdma-cdi", required_argument, NULL, 'r' },
-		{ "mksysfs", required_argument, NULL, 'm' },
-		{ "python", required_argument, NULL, 'p' },
-		{ "calls", required_argument, NULL, 'c' },
-		{ "devices", required_argument, NULL, 'd' },
-		{},
+	    {"rdma-cdi", required_argument, NULL, 'r'}, {"mksysfs", required_argument, NULL, 'm'},
+	    {"python", required_argument, NULL, 'p'},	{"calls", required_argument, NULL, 'c'},
+	    {"devices", required_argument, NULL, 'd'},	{},
 	};
 	char scale[64];
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) >= 0) {
 		switch (c) {
-		case 'r': opt_rdma_cdi = optarg; break;
-		case 'm': opt_mksysfs = optarg; break;
-		case 'p': opt_python = optarg; break;
-		case 'c': opt_calls = (unsigned)atoi(optarg); break;
-		case 'd': opt_devices = (unsigned)atoi(optarg); break;
-		default: return 2;
+		case 'r':
+			opt_rdma_cdi = optarg;
+			break;
+		case 'm':
+			opt_mksysfs = optarg;
+			break;
+		case 'p':
+			opt_python = optarg;
+			break;
+		case 'c':
+			opt_calls = (unsigned)atoi(optarg);
+			break;
+		case 'd':
+			opt_devices = (unsigned)atoi(optarg);
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!opt_rdma_cdi || !opt_mksysfs || opt_calls < 100) {
-		fprintf(stderr, "usage: bench-allocate --rdma-cdi BIN --mksysfs mksysfs.py [--calls N>=100] "
-				"[--devices N]\n");
+		fprintf(
+		    stderr,
+		    "usage: bench-allocate --rdma-cdi BIN --mksysfs mksysfs.py [--calls N>=100] "
+		    "[--devices N]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -606,6 +626,7 @@ int main(int argc, char **argv)
 	snprintf(scale, sizeof(scale), "scale (%u devices)", opt_devices);
 	bench_node(scale, "scale", opt_devices, "0000:01:00.0", false);
 	grpc_shutdown();
-	printf("%s\n", failed ? "RESULT: a target was missed or a call failed" : "RESULT: all targets met");
+	printf("%s\n",
+	       failed ? "RESULT: a target was missed or a call failed" : "RESULT: all targets met");
 	return failed ? 1 : 0;
 }

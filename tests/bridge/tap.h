@@ -16,7 +16,7 @@
 static unsigned tap_n, tap_failed;
 
 static bool tap_check(bool cond, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static bool tap_check(bool cond, const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -40,7 +40,7 @@ static bool tap_check(bool cond, const char *file, int line, const char *fmt, ..
 		const char *_a = (a), *_b = (b);                                                   \
 		bool _r = ok(_a && _b && strcmp(_a, _b) == 0, __VA_ARGS__);                        \
 		if (!_r)                                                                           \
-			printf("#   got \"%s\", want \"%s\"\n", _a ? _a : "(null)",                   \
+			printf("#   got \"%s\", want \"%s\"\n", _a ? _a : "(null)",                \
 			       _b ? _b : "(null)");                                                \
 		_r;                                                                                \
 	})
@@ -96,7 +96,8 @@ static inline struct disc_device *fake_add(struct fake_node *f, const char *name
 	d->ports[0].num = 1;
 	d->ports[0].state = active ? 4 : 1;
 	d->ports[0].has_umad = true;
-	snprintf(d->ports[0].umad.name, sizeof(d->ports[0].umad.name), "umad%zu", f->node.n_devices);
+	snprintf(d->ports[0].umad.name, sizeof(d->ports[0].umad.name), "umad%zu",
+		 f->node.n_devices);
 	f->node.n_devices++;
 	return d;
 }
@@ -123,29 +124,38 @@ static inline struct fake_node *fake_dgx(void)
 		int numa;
 		bool active;
 	} devs[] = {
-		{ "mlx5_0", "0000:1a:00.0", "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0", 0, true },
-		{ "mlx5_1", "0000:1b:00.0", "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:01.0/0000:1b:00.0", 0, true },
-		{ "mlx5_2", "0000:3b:00.0", "devices/pci0000:38/0000:38:01.0/0000:39:00.0/0000:3a:00.0/0000:3b:00.0", 0, true },
-		{ "mlx5_3", "0000:3c:00.0", "devices/pci0000:38/0000:38:01.0/0000:39:00.0/0000:3a:01.0/0000:3c:00.0", 0, true },
-		{ "mlx5_8", "0000:5e:00.0", "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0", 0, true },
-		{ "mlx5_4", "0000:9a:00.0", "devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:00.0/0000:9a:00.0", 1, true },
-		{ "mlx5_5", "0000:9b:00.0", "devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:01.0/0000:9b:00.0", 1, true },
-		{ "mlx5_6", "0000:ba:00.0", "devices/pci0000:b7/0000:b7:01.0/0000:b8:00.0/0000:b9:00.0/0000:ba:00.0", 1, true },
-		{ "mlx5_7", "0000:bb:00.0", "devices/pci0000:b7/0000:b7:01.0/0000:b8:00.0/0000:b9:01.0/0000:bb:00.0", 1, true },
-		{ "mlx5_9", "0000:d8:00.0", "devices/pci0000:d7/0000:d7:00.0/0000:d8:00.0", 1, false },
+	    {"mlx5_0", "0000:1a:00.0",
+	     "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0", 0, true},
+	    {"mlx5_1", "0000:1b:00.0",
+	     "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:01.0/0000:1b:00.0", 0, true},
+	    {"mlx5_2", "0000:3b:00.0",
+	     "devices/pci0000:38/0000:38:01.0/0000:39:00.0/0000:3a:00.0/0000:3b:00.0", 0, true},
+	    {"mlx5_3", "0000:3c:00.0",
+	     "devices/pci0000:38/0000:38:01.0/0000:39:00.0/0000:3a:01.0/0000:3c:00.0", 0, true},
+	    {"mlx5_8", "0000:5e:00.0", "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0", 0, true},
+	    {"mlx5_4", "0000:9a:00.0",
+	     "devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:00.0/0000:9a:00.0", 1, true},
+	    {"mlx5_5", "0000:9b:00.0",
+	     "devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:01.0/0000:9b:00.0", 1, true},
+	    {"mlx5_6", "0000:ba:00.0",
+	     "devices/pci0000:b7/0000:b7:01.0/0000:b8:00.0/0000:b9:00.0/0000:ba:00.0", 1, true},
+	    {"mlx5_7", "0000:bb:00.0",
+	     "devices/pci0000:b7/0000:b7:01.0/0000:b8:00.0/0000:b9:01.0/0000:bb:00.0", 1, true},
+	    {"mlx5_9", "0000:d8:00.0", "devices/pci0000:d7/0000:d7:00.0/0000:d8:00.0", 1, false},
 	};
 	struct fake_node *f = fake_new(ELEMENTSOF(devs));
 
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
-		fake_add(f, devs[i].name, devs[i].pci, devs[i].path, devs[i].numa, true, devs[i].active);
+		fake_add(f, devs[i].name, devs[i].pci, devs[i].path, devs[i].numa, true,
+			 devs[i].active);
 	return f;
 }
 
 static inline struct dp_table *table_of(const struct disc_node *node, unsigned shared,
 					unsigned strategies)
 {
-	struct dp_table_options o = { .dev_root = "/host/dev", .shared = shared,
-				      .strategies = strategies };
+	struct dp_table_options o = {
+	    .dev_root = "/host/dev", .shared = shared, .strategies = strategies};
 	struct dp_table *t = NULL;
 
 	if (dp_table_build(node, NULL, &o, &t) < 0)

@@ -48,7 +48,8 @@ static void free_req(V1beta1__AllocateRequest *req)
 	protobuf_c_message_free_unpacked(&req->base, NULL);
 }
 
-static const char *map_get(size_t n, V1beta1__ContainerAllocateResponse__EnvsEntry **e, const char *key)
+static const char *map_get(size_t n, V1beta1__ContainerAllocateResponse__EnvsEntry **e,
+			   const char *key)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(e[i]->key, key) == 0)
@@ -79,8 +80,8 @@ static void test_default_strategies(void)
 {
 	struct fake_node *f = fake_dgx();
 	struct dp_table *t = table_of(&f->node, 0, 0);
-	V1beta1__AllocateRequest *req =
-		request((const char *[]){ "0000:1a:00.0", NULL, "0000:3c:00.0", "0000:3b:00.0", NULL, NULL });
+	V1beta1__AllocateRequest *req = request(
+	    (const char *[]){"0000:1a:00.0", NULL, "0000:3c:00.0", "0000:3b:00.0", NULL, NULL});
 	V1beta1__AllocateResponse *resp = NULL, *back;
 	V1beta1__ContainerAllocateResponse *c0, *c1;
 	char err[256];
@@ -97,17 +98,22 @@ static void test_default_strategies(void)
 	c0 = back->container_responses[0];
 	c1 = back->container_responses[1];
 	ok(c0->n_cdi_devices == 1, "container 0: one CDI device");
-	is_str(c0->cdi_devices[0]->name, "rdma.example/hca=mlx5_0", "cdi-cri: fully qualified name");
-	is_str(map_get(c0->n_annotations, (void *)c0->annotations, "cdi.k8s.io/rdma-cdi_0000_1a_00.0"),
-	       "rdma.example/hca=mlx5_0", "cdi-annotations: key from the first ID, value the names");
+	is_str(c0->cdi_devices[0]->name, "rdma.example/hca=mlx5_0",
+	       "cdi-cri: fully qualified name");
+	is_str(
+	    map_get(c0->n_annotations, (void *)c0->annotations, "cdi.k8s.io/rdma-cdi_0000_1a_00.0"),
+	    "rdma.example/hca=mlx5_0", "cdi-annotations: key from the first ID, value the names");
 	is_str(map_get(c0->n_envs, c0->envs, "RDMA_CDI_DEVICES"), "mlx5_0", "env lists RDMA names");
 	ok(c0->n_devices == 0 && c0->n_mounts == 0, "no DeviceSpecs without device-specs");
 	ok(c1->n_cdi_devices == 2, "container 1: two CDI devices");
-	is_str(c1->cdi_devices[0]->name, "rdma.example/hca=mlx5_2", "names in table order, not request order");
+	is_str(c1->cdi_devices[0]->name, "rdma.example/hca=mlx5_2",
+	       "names in table order, not request order");
 	is_str(c1->cdi_devices[1]->name, "rdma.example/hca=mlx5_3", "second name");
-	is_str(map_get(c1->n_annotations, (void *)c1->annotations, "cdi.k8s.io/rdma-cdi_0000_3c_00.0"),
-	       "rdma.example/hca=mlx5_2,rdma.example/hca=mlx5_3", "annotation value comma-separated");
-	is_str(map_get(c1->n_envs, c1->envs, "RDMA_CDI_DEVICES"), "mlx5_2,mlx5_3", "env comma-separated");
+	is_str(
+	    map_get(c1->n_annotations, (void *)c1->annotations, "cdi.k8s.io/rdma-cdi_0000_3c_00.0"),
+	    "rdma.example/hca=mlx5_2,rdma.example/hca=mlx5_3", "annotation value comma-separated");
+	is_str(map_get(c1->n_envs, c1->envs, "RDMA_CDI_DEVICES"), "mlx5_2,mlx5_3",
+	       "env comma-separated");
 	v1beta1__allocate_response__free_unpacked(back, NULL);
 	free(buf);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -126,31 +132,34 @@ static void test_strategies(void)
 	char err[256];
 
 	t = table_of(&f->node, 0, BRIDGE_STRATEGY_DEVICE_SPECS);
-	req = request((const char *[]){ "0000:1b:00.0", "0000:1a:00.0", NULL, NULL });
+	req = request((const char *[]){"0000:1b:00.0", "0000:1a:00.0", NULL, NULL});
 	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0, "device-specs: allocated");
 	c = resp->container_responses[0];
 	ok(c->n_cdi_devices == 0 && c->n_annotations == 0, "device-specs alone: no CDI names");
 	ok(c->n_devices == 3, "device-specs: uverbs of each HCA + rdma_cm (%zu)", c->n_devices);
 	is_str(c->devices[0]->container_path, "/dev/infiniband/uverbs0", "container path");
-	is_str(c->devices[0]->host_path, "/host/dev/infiniband/uverbs0", "host path under --dev-root");
+	is_str(c->devices[0]->host_path, "/host/dev/infiniband/uverbs0",
+	       "host path under --dev-root");
 	is_str(c->devices[0]->permissions, "rw", "permissions rw (no mknod)");
 	is_str(c->devices[1]->container_path, "/dev/infiniband/uverbs1", "second HCA");
 	is_str(c->devices[2]->host_path, "/host/dev/infiniband/rdma_cm", "rdma_cm once");
-	is_str(map_get(c->n_envs, c->envs, "RDMA_CDI_DEVICES"), "mlx5_0,mlx5_1", "env with every strategy");
+	is_str(map_get(c->n_envs, c->envs, "RDMA_CDI_DEVICES"), "mlx5_0,mlx5_1",
+	       "env with every strategy");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
 	dp_table_free(t);
 
 	/* with_mad: umad/issm as in the spec. */
 	{
-		struct dp_table_options o = { .dev_root = "/dev", .strategies = BRIDGE_STRATEGY_DEVICE_SPECS,
-					      .with_mad = true };
+		struct dp_table_options o = {.dev_root = "/dev",
+					     .strategies = BRIDGE_STRATEGY_DEVICE_SPECS,
+					     .with_mad = true};
 		ok(dp_table_build(&f->node, NULL, &o, &t) == 0, "table with --with-mad");
-		req = request((const char *[]){ "0000:1a:00.0", NULL, NULL });
+		req = request((const char *[]){"0000:1a:00.0", NULL, NULL});
 		ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
-			   resp->container_responses[0]->n_devices == 3 &&
-			   strcmp(resp->container_responses[0]->devices[1]->container_path,
-				  "/dev/infiniband/umad0") == 0,
+		       resp->container_responses[0]->n_devices == 3 &&
+		       strcmp(resp->container_responses[0]->devices[1]->container_path,
+			      "/dev/infiniband/umad0") == 0,
 		   "--with-mad: device-specs carry umad too");
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 		free_req(req);
@@ -158,20 +167,20 @@ static void test_strategies(void)
 	}
 
 	t = table_of(&f->node, 0, BRIDGE_STRATEGY_CDI_CRI);
-	req = request((const char *[]){ "0000:1a:00.0", NULL, NULL });
+	req = request((const char *[]){"0000:1a:00.0", NULL, NULL});
 	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
-		   resp->container_responses[0]->n_cdi_devices == 1 &&
-		   resp->container_responses[0]->n_annotations == 0,
+	       resp->container_responses[0]->n_cdi_devices == 1 &&
+	       resp->container_responses[0]->n_annotations == 0,
 	   "cdi-cri alone: no annotation");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
 	dp_table_free(t);
 
 	t = table_of(&f->node, 0, BRIDGE_STRATEGY_CDI_ANNOTATIONS);
-	req = request((const char *[]){ "0000:1a:00.0", NULL, NULL });
+	req = request((const char *[]){"0000:1a:00.0", NULL, NULL});
 	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
-		   resp->container_responses[0]->n_cdi_devices == 0 &&
-		   resp->container_responses[0]->n_annotations == 1,
+	       resp->container_responses[0]->n_cdi_devices == 0 &&
+	       resp->container_responses[0]->n_annotations == 1,
 	   "cdi-annotations alone: no cdi_devices");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
@@ -187,13 +196,13 @@ static void test_rejects(void)
 	V1beta1__AllocateRequest *req;
 	char err[256], *huge;
 
-	ok(rejects(t, request((const char *[]){ "0000:1a:00.0", "0000:ff:00.0", NULL, NULL }),
+	ok(rejects(t, request((const char *[]){"0000:1a:00.0", "0000:ff:00.0", NULL, NULL}),
 		   "unknown device ID \"0000:ff:00.0\"", err, sizeof(err)),
 	   "unknown ID: -EINVAL naming it");
-	ok(rejects(t, request((const char *[]){ "0000:1a:00.0", "0000:1a:00.0", NULL, NULL }),
+	ok(rejects(t, request((const char *[]){"0000:1a:00.0", "0000:1a:00.0", NULL, NULL}),
 		   "duplicate device ID \"0000:1a:00.0\"", err, sizeof(err)),
 	   "duplicate ID within a container: -EINVAL naming it");
-	ok(rejects(t, request((const char *[]){ "0000:d8:00.0", NULL, NULL }),
+	ok(rejects(t, request((const char *[]){"0000:d8:00.0", NULL, NULL}),
 		   "device ID \"0000:d8:00.0\" (mlx5_9) is unhealthy", err, sizeof(err)),
 	   "unhealthy ID: -EINVAL naming it and its device");
 	req = malloc(sizeof(*req));
@@ -206,21 +215,23 @@ static void test_rejects(void)
 	   "10,000 unknown IDs: -EINVAL naming the first");
 	ok(rejects(t, big_request(10000, "0000:1a:00.0"), "duplicate", err, sizeof(err)),
 	   "10,000 copies of one ID: -EINVAL (duplicate)");
-	ok(rejects(t, request((const char *[]){ "evil\"\n\x01id", NULL, NULL }), "unknown device ID \"evil??",
-		   err, sizeof(err)) && !strchr(err, '\n'),
+	ok(rejects(t, request((const char *[]){"evil\"\n\x01id", NULL, NULL}),
+		   "unknown device ID \"evil??", err, sizeof(err)) &&
+	       !strchr(err, '\n'),
 	   "hostile ID is sanitised in the error: %s", err);
 	huge = malloc(100001);
 	memset(huge, 'a', 100000);
 	huge[100000] = '\0';
-	ok(rejects(t, request((const char *[]){ huge, NULL, NULL }), "...", err, sizeof(err)) && strlen(err) < 120,
+	ok(rejects(t, request((const char *[]){huge, NULL, NULL}), "...", err, sizeof(err)) &&
+	       strlen(err) < 120,
 	   "100 kB ID: error stays one short line (%zu chars)", strlen(err));
 	free(huge);
 	/* A container request that is fine after a bad one still fails the whole call. */
-	ok(rejects(t, request((const char *[]){ "0000:1a:00.0", NULL, "bad", NULL, NULL }), "unknown device ID \"bad\"",
-		   err, sizeof(err)),
+	ok(rejects(t, request((const char *[]){"0000:1a:00.0", NULL, "bad", NULL, NULL}),
+		   "unknown device ID \"bad\"", err, sizeof(err)),
 	   "one bad container fails the call");
 	/* The same ID in two containers is the kubelet's business, not a duplicate. */
-	req = request((const char *[]){ "0000:1a:00.0", NULL, "0000:1a:00.0", NULL, NULL });
+	req = request((const char *[]){"0000:1a:00.0", NULL, "0000:1a:00.0", NULL, NULL});
 	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 && resp->n_container_responses == 2,
 	   "duplicates are per container request");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -233,26 +244,30 @@ static void test_shared(void)
 {
 	struct fake_node *f = fake_dgx();
 	struct dp_table *t = table_of(&f->node, 4, 0);
-	V1beta1__AllocateRequest *req = request((const char *[]){ "0000:1a:00.0-s3", "0000:1b:00.0-s0",
-								  "0000:1a:00.0-s1", NULL, NULL });
+	V1beta1__AllocateRequest *req = request(
+	    (const char *[]){"0000:1a:00.0-s3", "0000:1b:00.0-s0", "0000:1a:00.0-s1", NULL, NULL});
 	V1beta1__AllocateResponse *resp = NULL;
 	V1beta1__ContainerAllocateResponse *c;
 	char err[256];
 
 	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0, "shared: allocated");
 	c = resp->container_responses[0];
-	ok(c->n_cdi_devices == 2, "two replicas of one HCA give its CDI name once (%zu names)", c->n_cdi_devices);
+	ok(c->n_cdi_devices == 2, "two replicas of one HCA give its CDI name once (%zu names)",
+	   c->n_cdi_devices);
 	is_str(c->cdi_devices[0]->name, "rdma.example/hca=mlx5_0", "replica -> HCA's CDI name");
 	is_str(c->cdi_devices[1]->name, "rdma.example/hca=mlx5_1", "other HCA");
-	is_str(map_get(c->n_envs, c->envs, "RDMA_CDI_DEVICES"), "mlx5_0,mlx5_1", "env once per HCA");
-	is_str(c->annotations[0]->key, "cdi.k8s.io/rdma-cdi_0000_1a_00.0-s3", "annotation key from the first ID");
+	is_str(map_get(c->n_envs, c->envs, "RDMA_CDI_DEVICES"), "mlx5_0,mlx5_1",
+	       "env once per HCA");
+	is_str(c->annotations[0]->key, "cdi.k8s.io/rdma-cdi_0000_1a_00.0-s3",
+	       "annotation key from the first ID");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
 
-	ok(rejects(t, request((const char *[]){ "0000:1a:00.0-s3", "0000:1a:00.0-s3", NULL, NULL }),
+	ok(rejects(t, request((const char *[]){"0000:1a:00.0-s3", "0000:1a:00.0-s3", NULL, NULL}),
 		   "duplicate", err, sizeof(err)),
 	   "shared: the same replica twice is a duplicate");
-	ok(rejects(t, request((const char *[]){ "0000:1a:00.0", NULL, NULL }), "unknown", err, sizeof(err)),
+	ok(rejects(t, request((const char *[]){"0000:1a:00.0", NULL, NULL}), "unknown", err,
+		   sizeof(err)),
 	   "shared: the bare PCI address is unknown");
 
 	/* 10,000 valid IDs: 10 HCAs x 1,000 replicas. */
@@ -261,7 +276,7 @@ static void test_shared(void)
 	req = big_request(0, NULL);
 	for (size_t i = 0; i < t->n_ids; i++) {
 		req->container_requests[0]->devices_ids =
-			realloc(req->container_requests[0]->devices_ids, (i + 1) * sizeof(char *));
+		    realloc(req->container_requests[0]->devices_ids, (i + 1) * sizeof(char *));
 		req->container_requests[0]->devices_ids[i] = strdup(t->ids[i].id);
 		req->container_requests[0]->n_devices_ids++;
 	}
@@ -269,7 +284,7 @@ static void test_shared(void)
 	   "10,000 valid replica IDs incl. an unhealthy HCA: -EINVAL");
 	req->container_requests[0]->n_devices_ids = 9000; /* drop mlx5_9's replicas */
 	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
-		   resp->container_responses[0]->n_cdi_devices == 9,
+	       resp->container_responses[0]->n_cdi_devices == 9,
 	   "9,000 valid replica IDs: 9 CDI names");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	req->container_requests[0]->n_devices_ids = 10000;
@@ -283,21 +298,22 @@ static void test_annotation_suffix(void)
 	char buf[DP_ANNOTATION_SUFFIX_MAX + 1], buf2[DP_ANNOTATION_SUFFIX_MAX + 1];
 	char long_id[64];
 
-	dp_annotation_suffix((char *[]){ (char *)"0000:3b:00.0" }, 1, buf);
+	dp_annotation_suffix((char *[]){(char *)"0000:3b:00.0"}, 1, buf);
 	is_str(buf, "0000_3b_00.0", "':' becomes '_'");
-	dp_annotation_suffix((char *[]){ (char *)"_x.y-" }, 1, buf);
+	dp_annotation_suffix((char *[]){(char *)"_x.y-"}, 1, buf);
 	is_str(buf, "x.y", "non-alphanumeric ends trimmed");
 	memset(long_id, 'a', 60);
 	long_id[60] = '\0';
-	dp_annotation_suffix((char *[]){ long_id, (char *)"b" }, 2, buf);
+	dp_annotation_suffix((char *[]){long_id, (char *)"b"}, 2, buf);
 	ok(buf[0] == 'h' && strlen(buf) == 17, "too long: h + 16 hex digits (%s)", buf);
-	dp_annotation_suffix((char *[]){ long_id, (char *)"c" }, 2, buf2);
+	dp_annotation_suffix((char *[]){long_id, (char *)"c"}, 2, buf2);
 	ok(strcmp(buf, buf2) != 0, "the hash covers every ID");
-	dp_annotation_suffix((char *[]){ long_id, (char *)"b" }, 2, buf2);
+	dp_annotation_suffix((char *[]){long_id, (char *)"b"}, 2, buf2);
 	is_str(buf, buf2, "deterministic");
-	dp_annotation_suffix((char *[]){ (char *)"::" }, 1, buf);
+	dp_annotation_suffix((char *[]){(char *)"::"}, 1, buf);
 	ok(buf[0] == 'h', "nothing alphanumeric: hashed");
-	ok(strlen("rdma-cdi_") + DP_ANNOTATION_SUFFIX_MAX == 63, "key after cdi.k8s.io/ is at most 63 chars");
+	ok(strlen("rdma-cdi_") + DP_ANNOTATION_SUFFIX_MAX == 63,
+	   "key after cdi.k8s.io/ is at most 63 chars");
 }
 
 int main(void)

@@ -9,22 +9,23 @@ static void test_strategies(void)
 		int r;
 		unsigned mask;
 	} cases[] = {
-		{ "cdi-cri", 0, BRIDGE_STRATEGY_CDI_CRI },
-		{ "cdi-annotations", 0, BRIDGE_STRATEGY_CDI_ANNOTATIONS },
-		{ "device-specs", 0, BRIDGE_STRATEGY_DEVICE_SPECS },
-		{ "cdi-cri,cdi-annotations", 0, BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS },
-		{ "device-specs,cdi-cri,cdi-annotations", 0, 7 },
-		{ "cdi-cri,cdi-cri", 0, BRIDGE_STRATEGY_CDI_CRI },
-		{ "", -EINVAL, 0 },
-		{ ",", -EINVAL, 0 },
-		{ "cdi-cri,", -EINVAL, 0 },
-		{ ",cdi-cri", -EINVAL, 0 },
-		{ "cdi-cri,,device-specs", -EINVAL, 0 },
-		{ "CDI-CRI", -EINVAL, 0 },
-		{ "cdi-cri ", -EINVAL, 0 },
-		{ "cdi", -EINVAL, 0 },
-		{ "cdi-cris", -EINVAL, 0 },
-		{ "envvar", -EINVAL, 0 },
+	    {"cdi-cri", 0, BRIDGE_STRATEGY_CDI_CRI},
+	    {"cdi-annotations", 0, BRIDGE_STRATEGY_CDI_ANNOTATIONS},
+	    {"device-specs", 0, BRIDGE_STRATEGY_DEVICE_SPECS},
+	    {"cdi-cri,cdi-annotations", 0,
+	     BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS},
+	    {"device-specs,cdi-cri,cdi-annotations", 0, 7},
+	    {"cdi-cri,cdi-cri", 0, BRIDGE_STRATEGY_CDI_CRI},
+	    {"", -EINVAL, 0},
+	    {",", -EINVAL, 0},
+	    {"cdi-cri,", -EINVAL, 0},
+	    {",cdi-cri", -EINVAL, 0},
+	    {"cdi-cri,,device-specs", -EINVAL, 0},
+	    {"CDI-CRI", -EINVAL, 0},
+	    {"cdi-cri ", -EINVAL, 0},
+	    {"cdi", -EINVAL, 0},
+	    {"cdi-cris", -EINVAL, 0},
+	    {"envvar", -EINVAL, 0},
 	};
 	unsigned mask;
 
@@ -45,37 +46,38 @@ static void test_resource_names(void)
 		const char *name;
 		bool valid;
 	} cases[] = {
-		{ "rdma.example/hca", true },
-		{ "example.com/foo_bar.baz-1", true },
-		{ "nvidia.com/gpu", true },
-		{ "a/b", true },
-		{ "x-1.y-2/Z9", true },
-		{ "hca", false },
-		{ "/hca", false },
-		{ "rdma.example/", false },
-		{ "kubernetes.io/hca", false },
-		{ "rdma.kubernetes.io/hca", false },
-		{ "requests.example.com/hca", false },
-		{ "Example.com/hca", false },
-		{ "rdma..example/hca", false },
-		{ ".rdma/hca", false },
-		{ "rdma./hca", false },
-		{ "rdma-/hca", false },
-		{ "-rdma/hca", false },
-		{ "rdma_x/hca", false },
-		{ "rdma.example/-hca", false },
-		{ "rdma.example/hca-", false },
-		{ "rdma.example/h ca", false },
-		{ "rdma.example/h/ca", false },
-		{ "rdma.example/hca\n", false },
+	    {"rdma.example/hca", true},
+	    {"example.com/foo_bar.baz-1", true},
+	    {"nvidia.com/gpu", true},
+	    {"a/b", true},
+	    {"x-1.y-2/Z9", true},
+	    {"hca", false},
+	    {"/hca", false},
+	    {"rdma.example/", false},
+	    {"kubernetes.io/hca", false},
+	    {"rdma.kubernetes.io/hca", false},
+	    {"requests.example.com/hca", false},
+	    {"Example.com/hca", false},
+	    {"rdma..example/hca", false},
+	    {".rdma/hca", false},
+	    {"rdma./hca", false},
+	    {"rdma-/hca", false},
+	    {"-rdma/hca", false},
+	    {"rdma_x/hca", false},
+	    {"rdma.example/-hca", false},
+	    {"rdma.example/hca-", false},
+	    {"rdma.example/h ca", false},
+	    {"rdma.example/h/ca", false},
+	    {"rdma.example/hca\n", false},
 	};
 	char name[400];
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		char buf[80];
 
-		ok(bridge_resource_name_is_valid(cases[i].name) == cases[i].valid, "resource \"%s\" %s",
-		   dp_sanitize(cases[i].name, buf, sizeof(buf)), cases[i].valid ? "valid" : "rejected");
+		ok(bridge_resource_name_is_valid(cases[i].name) == cases[i].valid,
+		   "resource \"%s\" %s", dp_sanitize(cases[i].name, buf, sizeof(buf)),
+		   cases[i].valid ? "valid" : "rejected");
 	}
 	ok(!bridge_resource_name_is_valid(NULL), "NULL rejected");
 

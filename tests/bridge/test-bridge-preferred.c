@@ -13,8 +13,9 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 		  const char *const *must, size_t n_must, int size, char *out, size_t outlen)
 {
 	V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
-	V1beta1__ContainerPreferredAllocationRequest c = V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
-	V1beta1__ContainerPreferredAllocationRequest *cs[1] = { &c };
+	V1beta1__ContainerPreferredAllocationRequest c =
+	    V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+	V1beta1__ContainerPreferredAllocationRequest *cs[1] = {&c};
 	V1beta1__PreferredAllocationResponse *resp = NULL;
 	size_t off = 0;
 	int r;
@@ -31,7 +32,8 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 		return r;
 	out[0] = '\0';
 	for (size_t i = 0; resp->n_container_responses == 1 &&
-			   i < resp->container_responses[0]->n_deviceids && off < outlen; i++)
+			   i < resp->container_responses[0]->n_deviceids && off < outlen;
+	     i++)
 		off += (size_t)snprintf(out + off, outlen - off, "%s%s", i ? " " : "",
 					resp->container_responses[0]->deviceids[i]);
 	r = (int)(resp->n_container_responses == 1 ? resp->container_responses[0]->n_deviceids : 0);
@@ -40,12 +42,12 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 }
 
 static const char *const all10[] = {
-	"0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0", "0000:5e:00.0",
-	"0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0", "0000:d8:00.0",
+    "0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0", "0000:5e:00.0",
+    "0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0", "0000:d8:00.0",
 };
 static const char *const ib8[] = {
-	"0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0",
-	"0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0",
+    "0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0",
+    "0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0",
 };
 
 #define P(t, avail, must, size, out)                                                               \
@@ -55,19 +57,22 @@ static void check_dgx(const struct dp_table *t, const char *what)
 {
 	char out[1024];
 
-	P(t, ib8, ((const char *const[]){ "0000:1a:00.0" }), 2, out);
-	is_str(out, "0000:1a:00.0 0000:1b:00.0", "%s: 2 of 8 with mlx5_0 must-include: its switch sibling", what);
-	P(t, ib8, ((const char *const[]){ "0000:3c:00.0" }), 2, out);
+	P(t, ib8, ((const char *const[]){"0000:1a:00.0"}), 2, out);
+	is_str(out, "0000:1a:00.0 0000:1b:00.0",
+	       "%s: 2 of 8 with mlx5_0 must-include: its switch sibling", what);
+	P(t, ib8, ((const char *const[]){"0000:3c:00.0"}), 2, out);
 	is_str(out, "0000:3c:00.0 0000:3b:00.0", "%s: sibling found whatever the position", what);
-	P(t, ib8, ((const char *const[]){ "0000:9b:00.0" }), 2, out);
+	P(t, ib8, ((const char *const[]){"0000:9b:00.0"}), 2, out);
 	is_str(out, "0000:9b:00.0 0000:9a:00.0", "%s: NUMA node 1 too", what);
-	P(t, all10, ((const char *const[]){ "0000:9a:00.0" }), 4, out);
-	is_str(out, "0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0",
-	       "%s: 4 with one must-include: same NUMA node, switch first, healthy before unhealthy", what);
-	P(t, all10, ((const char *const[]){ "0000:9a:00.0" }), 6, out);
+	P(t, all10, ((const char *const[]){"0000:9a:00.0"}), 4, out);
+	is_str(
+	    out, "0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0",
+	    "%s: 4 with one must-include: same NUMA node, switch first, healthy before unhealthy",
+	    what);
+	P(t, all10, ((const char *const[]){"0000:9a:00.0"}), 6, out);
 	is_str(out, "0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0 0000:d8:00.0 0000:1a:00.0",
 	       "%s: NUMA before health, then the other node", what);
-	P(t, ib8, ((const char *const[]){ "0000:1a:00.0", "0000:bb:00.0" }), 4, out);
+	P(t, ib8, ((const char *const[]){"0000:1a:00.0", "0000:bb:00.0"}), 4, out);
 	is_str(out, "0000:1a:00.0 0000:bb:00.0 0000:1b:00.0 0000:ba:00.0",
 	       "%s: must-include on both nodes: the switch siblings of each", what);
 }
@@ -76,13 +81,14 @@ static void test_dgx(void)
 {
 	struct fake_node *f = fake_dgx();
 	struct dp_table *t = table_of(&f->node, 0, 0);
-	const char *const none[] = { NULL };
+	const char *const none[] = {NULL};
 	const char *const shuffled[] = {
-		"0000:bb:00.0", "0000:3b:00.0", "0000:d8:00.0", "0000:9b:00.0", "0000:1b:00.0",
-		"0000:5e:00.0", "0000:ba:00.0", "0000:1a:00.0", "0000:3c:00.0", "0000:9a:00.0",
+	    "0000:bb:00.0", "0000:3b:00.0", "0000:d8:00.0", "0000:9b:00.0", "0000:1b:00.0",
+	    "0000:5e:00.0", "0000:ba:00.0", "0000:1a:00.0", "0000:3c:00.0", "0000:9a:00.0",
 	};
-	const char *const numa1[] = { "0000:bb:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:1a:00.0" };
-	const char *const junk[] = { "nope", "0000:3c:00.0", "0000:3c:00.0", "", "0000:3b:00.0" };
+	const char *const numa1[] = {"0000:bb:00.0", "0000:9b:00.0", "0000:ba:00.0",
+				     "0000:1a:00.0"};
+	const char *const junk[] = {"nope", "0000:3c:00.0", "0000:3c:00.0", "", "0000:3b:00.0"};
 	char out[1024], out2[1024];
 
 	check_dgx(t, "synthetic");
@@ -92,23 +98,29 @@ static void test_dgx(void)
 	prefer(t, shuffled, 10, none, 0, 4, out2, sizeof(out2));
 	is_str(out2, out, "request order does not change the answer");
 	prefer(t, numa1, 4, none, 0, 2, out, sizeof(out));
-	is_str(out, "0000:9b:00.0 0000:ba:00.0", "no must-include, 3 on node 1 vs 1 on node 0: node 1");
-	ok(prefer(t, all10, 10, (const char *const[]){ "0000:1a:00.0" }, 1, 20, out, sizeof(out)) == 10,
+	is_str(out, "0000:9b:00.0 0000:ba:00.0",
+	       "no must-include, 3 on node 1 vs 1 on node 0: node 1");
+	ok(prefer(t, all10, 10, (const char *const[]){"0000:1a:00.0"}, 1, 20, out, sizeof(out)) ==
+	       10,
 	   "size beyond the candidates: all of them");
-	ok(prefer(t, ib8, 8, (const char *const[]){ "0000:1a:00.0", "0000:9a:00.0", "0000:ba:00.0" }, 3, 2,
-		  out, sizeof(out)) == 3,
+	ok(prefer(t, ib8, 8, (const char *const[]){"0000:1a:00.0", "0000:9a:00.0", "0000:ba:00.0"},
+		  3, 2, out, sizeof(out)) == 3,
 	   "more must-include than size: every must-include is kept");
-	prefer(t, junk, ELEMENTSOF(junk), (const char *const[]){ "0000:3c:00.0", "gone" }, 2, 3, out, sizeof(out));
-	is_str(out, "0000:3c:00.0 0000:3b:00.0", "unknown and duplicate IDs are ignored, must not repeated");
+	prefer(t, junk, ELEMENTSOF(junk), (const char *const[]){"0000:3c:00.0", "gone"}, 2, 3, out,
+	       sizeof(out));
+	is_str(out, "0000:3c:00.0 0000:3b:00.0",
+	       "unknown and duplicate IDs are ignored, must not repeated");
 	ok(prefer(t, all10, 10, none, 0, 0, out, sizeof(out)) == 0, "size 0: nothing");
-	ok(prefer(t, all10, 10, none, 0, -5, out, sizeof(out)) == 0, "negative size: nothing, no crash");
+	ok(prefer(t, all10, 10, none, 0, -5, out, sizeof(out)) == 0,
+	   "negative size: nothing, no crash");
 	dp_table_free(t);
 
 	/* Shared mode: replicas of the must-include HCA come first (same function). */
 	t = table_of(&f->node, 2, 0);
-	prefer(t, (const char *const[]){ "0000:1b:00.0-s0", "0000:1a:00.0-s1", "0000:9a:00.0-s0" }, 3,
-	       (const char *const[]){ "0000:1a:00.0-s0" }, 1, 3, out, sizeof(out));
-	is_str(out, "0000:1a:00.0-s0 0000:1a:00.0-s1 0000:1b:00.0-s0", "shared: same HCA, then its switch sibling");
+	prefer(t, (const char *const[]){"0000:1b:00.0-s0", "0000:1a:00.0-s1", "0000:9a:00.0-s0"}, 3,
+	       (const char *const[]){"0000:1a:00.0-s0"}, 1, 3, out, sizeof(out));
+	is_str(out, "0000:1a:00.0-s0 0000:1a:00.0-s1 0000:1b:00.0-s0",
+	       "shared: same HCA, then its switch sibling");
 	dp_table_free(t);
 	fake_free(f);
 }
@@ -116,7 +128,7 @@ static void test_dgx(void)
 static void test_fixture(const char *data_dir)
 {
 	_cleanup_free_ char *root = strdup_printf("%s/dgx/sys", data_dir);
-	struct disc_options o = { .sysfs_root = root, .dev_root = "/nonexistent" };
+	struct disc_options o = {.sysfs_root = root, .dev_root = "/nonexistent"};
 	struct disc_node *node = NULL;
 	struct dp_table *t;
 
@@ -154,8 +166,9 @@ static void test_scale(void)
 
 		snprintf(name, sizeof(name), "mlx5_%u", i);
 		snprintf(pci, sizeof(pci), "0000:%02x:%02x.%u", i / 64, (i / 8) % 8, i % 8);
-		snprintf(path, sizeof(path), "devices/pci0000:%02x/0000:%02x:00.0/0000:%02x:%02x.0/%s",
-			 i / 64, i / 64, i / 64, (i / 8) % 8, pci);
+		snprintf(path, sizeof(path),
+			 "devices/pci0000:%02x/0000:%02x:00.0/0000:%02x:%02x.0/%s", i / 64, i / 64,
+			 i / 64, (i / 8) % 8, pci);
 		fake_add(f, name, pci, path, (int)(i / 1000), true, true);
 	}
 	t = table_of(&f->node, 0, 0);
@@ -163,14 +176,16 @@ static void test_scale(void)
 		avail[i] = t->ids[i].id;
 	for (int rep = 0; rep < 5; rep++) {
 		t0 = now_us();
-		n = prefer(t, avail, 2000, (const char *const[]){ "0000:1f:01.7" }, 1, 8, out, sizeof(out));
+		n = prefer(t, avail, 2000, (const char *const[]){"0000:1f:01.7"}, 1, 8, out,
+			   sizeof(out));
 		if (now_us() - t0 < best)
 			best = now_us() - t0;
 	}
 	ok(n == 8 && strncmp(out, "0000:1f:01.7 0000:1f:01.0", 25) == 0,
 	   "2,000 devices: must-include first, then its bridge siblings (%.40s...)", out);
 	printf("# 2,000 available, size 8: %.0f us\n", best);
-	ok(best < 20000, "2,000 available IDs answered in %.0f us (< 20 ms even under sanitizers)", best);
+	ok(best < 20000, "2,000 available IDs answered in %.0f us (< 20 ms even under sanitizers)",
+	   best);
 
 	{
 		const char **must = malloc(2000 * sizeof(char *));
