@@ -13,11 +13,11 @@
  *   - the periodic health rescan (timerfd).
  * Everything else sleeps in poll(): an idle bridge wakes once per rescan period.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
-#include <dirent.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
