@@ -12,6 +12,7 @@ plugin dir (regular files stay), create kubelet.sock again.
 The .proto is compiled at import time with grpc_tools into a temp dir.
 """
 
+import atexit
 import os
 import shutil
 import signal
@@ -34,6 +35,7 @@ def load_proto(proto_path):
     global _pb
     if _pb is None:
         out = tempfile.mkdtemp(prefix="rdma-cdi-proto-")
+        atexit.register(shutil.rmtree, out, True)
         src = os.path.dirname(os.path.abspath(proto_path))
         subprocess.run([PYTHON, "-m", "grpc_tools.protoc", "-I" + src, "--python_out=" + out,
                         "--grpc_python_out=" + out, os.path.abspath(proto_path)], check=True)
