@@ -3,7 +3,7 @@
  * Allocate over the device table: validation of hostile requests, the response of each
  * device-list strategy, shared mode, and the CDI annotation key.
  */
-#include "tap.h"
+#include "fake-node.h"
 
 /* An AllocateRequest from NULL-separated container lists of IDs; ends with two NULLs. */
 static V1beta1__AllocateRequest *request(const char *const *ids)

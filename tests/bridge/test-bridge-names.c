@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* --device-list-strategy parsing and the kubelet's extended resource name rules. */
-#include "tap.h"
+#include "fake-node.h"
 
 static void test_strategies(void)
 {

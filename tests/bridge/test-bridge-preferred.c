@@ -6,7 +6,7 @@
  */
 #include <time.h>
 
-#include "tap.h"
+#include "fake-node.h"
 
 /* Answer for one container request: IDs joined by ' ' into out. */
 static int prefer(const struct dp_table *t, const char *const *avail, size_t n_avail,

@@ -3,7 +3,7 @@
  * The device table: kubelet device IDs (the rule in bridge-internal.h), shared mode,
  * the spec filter and the ListAndWatch list.
  */
-#include "tap.h"
+#include "fake-node.h"
 
 static const char *id_of(const struct dp_table *t, const char *rdma_name)
 {

@@ -1,40 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Minimal TAP for the bridge unit tests, and a synthetic device model builder so the
- * protocol logic is tested without sysfs, sockets or threads.
+ * The bridge unit tests' helpers on top of the shared TAP producer: a synthetic device
+ * model builder, so the protocol logic is tested without sysfs, sockets or threads.
  */
 #pragma once
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tap.h"
 #include "bridge-internal.h"
 
-static unsigned tap_n, tap_failed;
-
-static bool tap_check(bool cond, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool tap_check(bool cond, const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %u - ", cond ? "" : "not ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond) {
-		printf("#   at %s:%d\n", file, line);
-		tap_failed++;
-	}
-	fflush(stdout);
-	return cond;
-}
-
-#define ok(cond, ...) tap_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+/* Like the shared EQ_STR, with a printf-style description. */
 #define is_str(a, b, ...)                                                                          \
 	({                                                                                         \
 		const char *_a = (a), *_b = (b);                                                   \
@@ -44,12 +23,6 @@ static bool tap_check(bool cond, const char *file, int line, const char *fmt, ..
 			       _b ? _b : "(null)");                                                \
 		_r;                                                                                \
 	})
-
-static inline int tap_done(void)
-{
-	printf("1..%u\n", tap_n);
-	return tap_failed ? 1 : 0;
-}
 
 /* ---- synthetic device model --------------------------------------------------------- */
 
