@@ -498,7 +498,8 @@ static int list_dir(int fd, bool (*keep)(const char *), size_t max, struct names
 		names_clear(&l);
 		return r;
 	}
-	qsort(l.v, l.n, sizeof(*l.v), names_cmp);
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), names_cmp);
 	*ret = l;
 	return over;
 oom:
