@@ -60,6 +60,7 @@ enum {
 	OPT_RESOURCE,
 	OPT_STRATEGY,
 	OPT_SHARED,
+	OPT_RESCAN_INTERVAL,
 	OPT_LOG_LEVEL,
 	OPT_LOG_FORMAT,
 };
@@ -83,6 +84,7 @@ static const struct {
     {OPT_RESOURCE, CMD_BRIDGE},
     {OPT_STRATEGY, CMD_BRIDGE},
     {OPT_SHARED, CMD_BRIDGE},
+    {OPT_RESCAN_INTERVAL, CMD_BRIDGE},
 };
 
 static const struct option long_options[] = {
@@ -100,6 +102,7 @@ static const struct option long_options[] = {
     {"resource", required_argument, NULL, OPT_RESOURCE},
     {"device-list-strategy", required_argument, NULL, OPT_STRATEGY},
     {"shared", required_argument, NULL, OPT_SHARED},
+    {"rescan-interval", required_argument, NULL, OPT_RESCAN_INTERVAL},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"help", no_argument, NULL, 'h'},
@@ -140,6 +143,8 @@ static void usage(FILE *f)
 	    "  --device-list-strategy LIST bridge: cdi-cri,cdi-annotations,device-specs\n"
 	    "                              (default cdi-cri,cdi-annotations)\n"
 	    "  --shared N                  bridge: advertise each HCA N times\n"
+	    "  --rescan-interval SEC       bridge: rescan devices and health every SEC seconds\n"
+	    "                              (default 60; 0 = only on SIGHUP)\n"
 	    "  --log-level LEVEL           error, warning, info (default), debug\n"
 	    "  --log-format text|json      log line format\n"
 	    "\n"
@@ -297,6 +302,19 @@ static int parse_options(struct cli *cli, int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			cli->bridge.shared = (unsigned)n;
+			break;
+		}
+		case OPT_RESCAN_INTERVAL: {
+			long long n;
+
+			if (parse_int64(optarg, &n) < 0 || n < 0 || n > 86400) {
+				log_error("--rescan-interval %s: expected seconds from 0 (only on "
+					  "SIGHUP) to 86400",
+					  optarg);
+				return EXIT_USAGE;
+			}
+			/* The bridge's own convention: < 0 means no periodic rescan. */
+			cli->bridge.rescan_interval = n == 0 ? -1 : (int)n;
 			break;
 		}
 		case OPT_LOG_LEVEL: {

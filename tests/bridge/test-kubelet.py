@@ -521,6 +521,41 @@ def sc_sighup(c):
     tap.ok(not stream.ended and b.proc.poll() is None, "same stream, bridge running")
 
 
+def sc_rescan(c):
+    """Health follows sysfs without any signal: the periodic rescan."""
+    tap = c.tap
+    c.start_kubelet()
+    b = c.bridge(extra=["--rescan-interval", "1"])
+    c.registered()
+    stream, lst = c.first_list()
+    tap.ok(by_id(lst)["0000:1a:00.0"].health == "Healthy", "mlx5_0 starts Healthy")
+    set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
+    lst = stream.wait(lambda ls: len(ls) >= 2, timeout=5)
+    tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Unhealthy",
+           "port DOWN: the next periodic rescan sends mlx5_0 Unhealthy", c.log())
+    set_port_state(c.sysfs, "mlx5_0", "4: ACTIVE")
+    lst = stream.wait(lambda ls: len(ls) >= 3, timeout=5)
+    tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Healthy",
+           "port back ACTIVE: mlx5_0 recovers to Healthy", c.log())
+    tap.ok("SIGHUP" not in b.log_text(), "no signal was involved")
+
+
+def sc_rescan_off(c):
+    """--rescan-interval 0: only SIGHUP rescans."""
+    tap = c.tap
+    c.start_kubelet()
+    b = c.bridge(extra=["--rescan-interval", "0"])
+    c.registered()
+    stream, lst = c.first_list()
+    set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
+    tap.ok(stream.wait(lambda ls: len(ls) >= 2, timeout=2.5) is None,
+           "no periodic rescan: the list stays as it was")
+    b.signal(signal.SIGHUP)
+    lst = stream.wait(lambda ls: len(ls) >= 2, timeout=5)
+    tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Unhealthy",
+           "SIGHUP still rescans", c.log())
+
+
 def sc_sigterm(c):
     tap = c.tap
     c.start_kubelet()
@@ -645,6 +680,8 @@ SCENARIOS = {
     "bridge-restart": sc_bridge_restart,
     "shared": sc_shared,
     "sighup": sc_sighup,
+    "rescan": sc_rescan,
+    "rescan-off": sc_rescan_off,
     "sigterm": sc_sigterm,
     "kubelet-absent": sc_kubelet_absent,
     "register-refused": sc_register_refused,

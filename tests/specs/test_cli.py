@@ -294,6 +294,11 @@ class Usage(Tmp):
                      ["generate", "--json"],
                      ["generate", "--output", "x", "--spec-dir", "y"],
                      ["list", "--output", "x"],
+                     ["bridge", "--rescan-interval", "-3"],
+                     ["bridge", "--shared", "0"],
+                     ["bridge", "--resource", "kubernetes.io/hca"],
+                     ["bridge", "--device-list-strategy", "envvar"],
+                     ["generate", "--rescan-interval", "5"],
                      ["frobnicate"],
                      ["generate", "stray"]):
             with self.subTest(args=args):
