@@ -592,6 +592,10 @@ int bridge_run(const struct bridge_options *o)
 	r = loop(&b);
 out:
 	bridge_close(&b);
+	/* SIGTERM, SIGINT and SIGHUP stay blocked: one that arrived after the one we acted
+	 * on (SIGTERM and SIGINT together, a second Ctrl-C) would otherwise be delivered
+	 * here and kill a cleanly stopped process. */
+	sigorset(&old_mask, &old_mask, &mask);
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	if (r == 0)
 		log_info("stopped");

@@ -54,5 +54,7 @@ bool bridge_resource_name_is_valid(const char *name);
  *
  * Runs the device plugin until SIGTERM/SIGINT. Returns 0 on a clean stop, -errno when
  * it cannot start (socket dir unusable, first scan fails). Logs one line per event.
+ * Returns with SIGTERM, SIGINT and SIGHUP blocked in the calling thread (pending ones
+ * are not delivered): the caller is expected to exit.
  */
 int bridge_run(const struct bridge_options *opts);

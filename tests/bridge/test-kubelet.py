@@ -574,6 +574,15 @@ def sc_sigterm(c):
             b = c.bridge()
             c.registered(2)
             stream, _ = c.first_list()
+    # Signals that arrive together (or while stopping) still end in a clean exit 0, not
+    # in death by the second one. SIGSTOP makes them pending at once, deterministically.
+    b = c.bridge()
+    c.registered(3)
+    for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCONT):
+        b.signal(sig)
+    rc = b.wait(10)
+    tap.ok(rc == 0, "SIGTERM, SIGINT and SIGHUP at once: exit 0 (%s)" % rc, b.log_text())
+    tap.ok(not os.path.lexists(b.socket()), "... socket removed")
 
 
 def sc_kubelet_absent(c):
