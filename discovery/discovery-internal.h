@@ -37,7 +37,11 @@ bool disc_pci_addr_valid(const char *s);
 /* Orders PCI addresses numerically (domain, bus, device, function). */
 int disc_pci_compare(const char *a, const char *b);
 
-/* An RDMA device name that may become a file name and a CDI device name. */
+/*
+ * An RDMA device name that may become a file name and a CDI device name: [A-Za-z0-9_.:-],
+ * at most DISC_NAME_MAX - 1 chars, first and last alphanumeric, no "..", and neither
+ * "all" nor digits only (the spec's alias names). Other names are skipped with a problem.
+ */
 bool disc_ibdev_name_ok(const char *name);
 
 /*

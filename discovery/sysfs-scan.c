@@ -140,9 +140,19 @@ int disc_pci_compare(const char *a, const char *b)
 
 bool disc_ibdev_name_ok(const char *name)
 {
-	/* name_is_safe() lets dots through; a leading dot or ".." has no business in a
-	 * device name that ends up in file names and CDI names. */
-	return name_is_safe(name, DISC_NAME_MAX - 1) && name[0] != '.' && !strstr(name, "..");
+	size_t n;
+
+	/* name_is_safe() lets dots through; ".." has no business in a device name that
+	 * ends up in file names and CDI names. */
+	if (!name_is_safe(name, DISC_NAME_MAX - 1) || strstr(name, ".."))
+		return false;
+	/* The CDI device-name rule (first and last character alphanumeric), and no name
+	 * the spec's aliases take ("all", an index): such a device would be left out of
+	 * the spec while still counted by `discover`, shifting every index after it. */
+	n = strlen(name);
+	if (!isalnum((unsigned char)name[0]) || !isalnum((unsigned char)name[n - 1]))
+		return false;
+	return strcmp(name, "all") != 0 && name[strspn(name, "0123456789")] != '\0';
 }
 
 bool disc_printable(const char *s)
@@ -743,7 +753,11 @@ static int scan_device(struct scan *s, const char *name)
 	int r;
 
 	if (!disc_ibdev_name_ok(name)) {
-		problem(s, "class/infiniband: unsafe device name '%s', skipping", SHOWN(name));
+		problem(s,
+			"class/infiniband: unsafe device name '%s' (a CDI device name: "
+			"[A-Za-z0-9_.:-], alphanumeric at both ends, not 'all' or digits only), "
+			"skipping",
+			SHOWN(name));
 		return 1;
 	}
 	snprintf(cls, sizeof(cls), "class/infiniband/%s", name);

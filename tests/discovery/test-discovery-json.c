@@ -298,6 +298,12 @@ static void test_helpers(void)
 	       !disc_ibdev_name_ok("a..b") && !disc_ibdev_name_ok("a/b") &&
 	       !disc_ibdev_name_ok("") && !disc_ibdev_name_ok("x\n"),
 	   "unsafe names rejected");
+	ok(!disc_ibdev_name_ok("mlx5_") && !disc_ibdev_name_ok("-x") &&
+	       !disc_ibdev_name_ok("x:") && !disc_ibdev_name_ok("all") &&
+	       !disc_ibdev_name_ok("0") && !disc_ibdev_name_ok("12"),
+	   "names CDI refuses or the spec's aliases take rejected");
+	ok(disc_ibdev_name_ok("0x") && disc_ibdev_name_ok("allx") && disc_ibdev_name_ok("a.b:c-d"),
+	   "names that only look like aliases accepted");
 }
 
 int main(int argc, char **argv)

@@ -551,6 +551,59 @@ static void test_errors(void)
 	free(empty);
 }
 
+/* ---- names the CDI spec cannot carry ------------------------------------------------ */
+
+/* Renames the class entry of ibdev (on PCI function fn of the sriov tree) and points its
+ * uverbs at the new name, as `rdma dev set NAME name NEW` would. */
+static void rename_ibdev(const char *sys, const char *fn, const char *ibdev, const char *uverbs,
+			 const char *to)
+{
+	char *path, *target;
+
+	if (asprintf(&path, "%s/class/infiniband/%s", sys, ibdev) < 0 || unlink(path) < 0)
+		abort();
+	free(path);
+	if (asprintf(&path, "%s/class/infiniband/%s", sys, to) < 0 ||
+	    asprintf(&target, "../../devices/pci0000:3a/0000:3a:00.0/%s/infiniband/%s", fn,
+		     ibdev) < 0 ||
+	    symlink(target, path) < 0)
+		abort();
+	free(path);
+	free(target);
+	if (asprintf(&path, "%s/devices/pci0000:3a/0000:3a:00.0/%s/infiniband_verbs/%s/ibdev",
+		     sys, fn, uverbs) < 0)
+		abort();
+	write_file(path, to);
+	free(path);
+}
+
+static void test_cdi_names(void)
+{
+	char *sys = build_tree("sriov", NULL), *dev;
+	struct disc_node *node;
+
+	printf("# device names that cannot be CDI device names are skipped, not half-used\n");
+	/* The spec leaves such a device out; were it kept here, `discover` would give it an
+	 * index and every later device an index one off from the spec's alias. */
+	rename_ibdev(sys, "0000:3b:00.2", "mlx5_1", "uverbs1", "all");
+	rename_ibdev(sys, "0000:3b:00.3", "mlx5_2", "uverbs2", "mlx5_2-");
+	rename_ibdev(sys, "0000:3b:00.4", "mlx5_3", "uverbs3", "42");
+	dev = make_devroot(sys, NULL);
+	node = scan(sys, dev);
+	ok(!disc_node_find(node, "all") && !disc_node_find(node, "mlx5_2-") &&
+	       !disc_node_find(node, "42"),
+	   "'all', 'mlx5_2-' and '42' skipped");
+	PROBLEM(node, "unsafe device name 'all'");
+	PROBLEM(node, "unsafe device name 'mlx5_2-'");
+	PROBLEM(node, "unsafe device name '42'");
+	EQ_INT(disc_node_count_usable(node), node->n_devices, "every listed device is usable");
+	disc_node_free(node);
+	rm_rf(dev);
+	free(dev);
+	rm_rf(sys);
+	free(sys);
+}
+
 /* ---- generated scale tree ----------------------------------------------------------- */
 
 static void test_scale(void)
@@ -609,6 +662,7 @@ int main(int argc, char **argv)
 	test_fallback_same();
 	test_escape();
 	test_errors();
+	test_cdi_names();
 	test_scale();
 	return tap_done();
 }
