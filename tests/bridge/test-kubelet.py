@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import sys
 import tempfile
@@ -449,8 +450,30 @@ def sc_bridge_restart(c):
     tap.ok("removed stale socket" in b3.log_text(), "the stale socket was replaced")
     s = k.latest_stream()
     tap.ok(s is not None and s.wait() is not None, "new ListAndWatch list")
-    # A symlink in place of our socket is never followed or removed.
+    # A listener that never accepts (full backlog) is in use too: refused at once, where
+    # a blocking connect() would hang the bridge before it logs anything.
     b3.stop()
+    if os.path.lexists(b3.socket()):
+        os.unlink(b3.socket())
+    hung = socket.socket(socket.AF_UNIX)
+    hung.bind(b3.socket())
+    hung.listen(0)
+    queued = []
+    try:
+        while len(queued) < 64:
+            q = socket.socket(socket.AF_UNIX)
+            q.setblocking(False)
+            queued.append(q)
+            q.connect(b3.socket())
+    except BlockingIOError:
+        pass
+    b5 = c.bridge()
+    rc = b5.wait(5)
+    tap.ok(rc not in (None, 0) and "another device plugin serves it" in b5.log_text(),
+           "a listener with a full backlog at the socket path: refused (%s)" % rc, b5.log_text())
+    for q in queued + [hung]:
+        q.close()
+    # A symlink in place of our socket is never followed or removed.
     target = os.path.join(c.work, "victim")
     open(target, "w").close()
     if os.path.lexists(b3.socket()):
