@@ -126,6 +126,7 @@ int read_attr_fd(int fd, char *buf, size_t size);
 /*
  * Reads a whole regular file relative to dirfd (AT_FDCWD for cwd), at most max bytes
  * (-EFBIG beyond). *ret_buf is malloc'd and NUL-terminated. O_NOFOLLOW when nofollow.
+ * Anything but a regular file gives -EBADFD; a FIFO does not block the open. Never logs.
  */
 int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, char **ret_buf,
 		      size_t *ret_len);

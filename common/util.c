@@ -89,7 +89,10 @@ int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, ch
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
+	/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever;
+	 * it is refused right below like every other non-regular file. */
+	fd = openat(dirfd, path,
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)

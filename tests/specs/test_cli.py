@@ -240,6 +240,18 @@ class Writing(Tmp):
         p = self.generate()
         self.assertTrue(os.path.exists(self.target("yaml")))
 
+    def test_fifo_in_spec_dir_neither_hangs_nor_is_removed(self):
+        # The other-format file is read to see whether it is ours: a FIFO there must be
+        # refused as "not ours", not waited on forever.
+        os.makedirs(self.specdir)
+        os.mkfifo(self.target("yaml"))
+        p = subprocess.run([RDMA_CDI, "generate", "--sysfs-root", sysfs("dgx"),
+                            "--spec-dir", self.specdir, "--hook-path", HOOK],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.exists(self.target("yaml")))
+        self.validate(self.target())
+
     def test_symlink_target_refused(self):
         os.makedirs(self.specdir)
         victim = os.path.join(self.tmp, "victim")
