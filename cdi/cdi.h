@@ -99,6 +99,16 @@ enum cdi_write_result { CDI_WRITE_UNCHANGED = 0, CDI_WRITE_UPDATED = 1 };
  * file is intact and no temp file is left. */
 int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, size_t len);
 
+struct stat;
+/*
+ * cdi_write_file_atomic() for a caller that has judged the file it replaces (e.g. "we
+ * wrote it"): expect holds that file's st_dev/st_ino, or st_ino 0 for "no file". When
+ * dir/name is something else, at the start or just before the rename, -EEXIST and
+ * nothing is touched. expect NULL = no expectation. Does not log.
+ */
+int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *buf, size_t len,
+				 const struct stat *expect);
+
 /*
  * The spec files found in a set of spec directories, in the order the runtimes read
  * them (later directories win).

@@ -129,7 +129,27 @@ static int create_temp(int dirfd, const char *name, char *tmp, size_t tmpsize)
 	return -EEXIST;
 }
 
+/* 0 when dirfd/name is still what expect says (absent when st_ino is 0), else -EEXIST. */
+static int check_expected(int dirfd, const char *name, const struct stat *expect)
+{
+	struct stat st;
+
+	if (!expect)
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT && expect->st_ino == 0 ? 0 : -EEXIST;
+	return expect->st_ino != 0 && st.st_ino == expect->st_ino && st.st_dev == expect->st_dev
+		   ? 0
+		   : -EEXIST;
+}
+
 int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, size_t len)
+{
+	return cdi_write_file_atomic_expect(dir, name, buf, len, NULL);
+}
+
+int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *buf, size_t len,
+				 const struct stat *expect)
 {
 	_cleanup_close_ int dirfd = -1, fd = -1;
 	char tmp[NAME_MAX + 1];
@@ -144,6 +164,9 @@ int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, si
 	dirfd = open_dir(dir);
 	if (dirfd < 0)
 		return dirfd;
+	r = check_expected(dirfd, name, expect);
+	if (r < 0)
+		return r;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISLNK(st.st_mode))
@@ -173,8 +196,16 @@ int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, si
 	r = close(TAKE_FD(fd));
 	if (r < 0)
 		goto fail_errno;
-	if (renameat(dirfd, tmp, dirfd, name) < 0)
+	/* The caller judged the file it expects; whatever took its place since is not ours
+	 * to replace. The re-check and the rename are not one step, but an absent file is
+	 * guarded exactly: RENAME_NOREPLACE refuses one that appeared meanwhile. */
+	r = check_expected(dirfd, name, expect);
+	if (r < 0)
+		goto fail;
+	if (renameat2(dirfd, tmp, dirfd, name,
+		      expect && expect->st_ino == 0 ? RENAME_NOREPLACE : 0) < 0) {
 		goto fail_errno;
+	}
 	/* The rename itself must survive a crash, or readers may find the old file. */
 	if (fsync(dirfd) < 0)
 		return -errno;

@@ -25,20 +25,37 @@ static const char *symlink_or_other(int r)
 	return strerror(-r);
 }
 
+/*
+ * Whose file dirfd/name is. ret_st gets the identity of the file judged (st_ino 0 when
+ * absent), so the write or removal that follows can refuse a file swapped in meanwhile.
+ */
 static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const char *kind,
-		      enum owner *ret)
+		      enum owner *ret, struct stat *ret_st)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	_cleanup_close_ int fd = -1;
 	char err[256];
 	size_t len;
 	int r;
 
-	r = read_full_file_at(dirfd, name, CDI_SPEC_MAX_BYTES, true, &buf, &len);
-	if (r == -ENOENT) {
+	*ret_st = (struct stat){};
+	/* O_NONBLOCK: a FIFO put here must not hang us; it is refused below. */
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) {
 		*ret = OWNER_ABSENT;
 		return 0;
 	}
+	if (fd < 0 && errno != ELOOP)
+		return -errno;
+	if (fd >= 0 && fstat(fd, ret_st) < 0)
+		return -errno;
+	if (fd < 0)
+		r = -ELOOP;
+	else if (!S_ISREG(ret_st->st_mode))
+		r = -EBADFD;
+	else
+		r = read_full_fd(fd, CDI_SPEC_MAX_BYTES, &buf, &len);
 	if (r == -ELOOP || r == -EBADFD || r == -EFBIG) {
 		/* A symlink, a directory, a device, a huge file: not something we wrote. */
 		*ret = OWNER_OTHER;
@@ -49,6 +66,14 @@ static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const ch
 	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
 	*ret = r >= 0 && spec_is_ours(spec, kind) ? OWNER_US : OWNER_OTHER;
 	return 0;
+}
+
+static bool same_file(int dirfd, const char *name, const struct stat *st)
+{
+	struct stat now;
+
+	return fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st->st_ino &&
+	       now.st_dev == st->st_dev;
 }
 
 static int split_path(const char *path, char **ret_dir, char **ret_base)
@@ -121,6 +146,7 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 	_cleanup_free_ char *buf = NULL, *name = NULL, *other = NULL, *path = NULL;
 	_cleanup_close_ int dirfd = -1;
 	enum owner owner, other_owner = OWNER_ABSENT;
+	struct stat name_st = {}, other_st = {};
 	size_t len;
 	int r;
 
@@ -151,7 +177,8 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 			snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
 			return r;
 		}
-		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, &owner);
+		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, &owner,
+			       &name_st);
 		if (r >= 0 && owner == OWNER_OTHER) {
 			snprintf(
 			    err, errlen,
@@ -161,7 +188,7 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		}
 		if (r >= 0)
 			r = file_owner(dirfd, other, other_fmt, kind_item->valuestring,
-				       &other_owner);
+				       &other_owner, &other_st);
 		if (r < 0) {
 			snprintf(err, errlen, "%s: %s", dir, strerror(-r));
 			return r;
@@ -175,7 +202,13 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		return r;
 	}
 
-	r = cdi_write_file_atomic(dir, name, buf, len);
+	/* Only the file judged ours above (or still no file) is replaced. */
+	r = cdi_write_file_atomic_expect(dir, name, buf, len, &name_st);
+	if (r == -EEXIST) {
+		snprintf(err, errlen, "%s changed while rdma-cdi was writing it, refusing to replace it",
+			 path);
+		return r;
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
 		return r;
@@ -183,6 +216,8 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 	if (ret_changed)
 		*ret_changed = r == CDI_WRITE_UPDATED;
 
+	if (other_owner == OWNER_US && !same_file(dirfd, other, &other_st))
+		other_owner = OWNER_OTHER; /* replaced since we judged it: not ours any more */
 	if (other_owner == OWNER_US && unlinkat(dirfd, other, 0) < 0 && errno != ENOENT) {
 		r = -errno;
 		snprintf(err, errlen, "%s/%s: removing our copy in the other format: %s", dir,

@@ -203,6 +203,41 @@ static void test_failure_cleanup(void)
 	ok(all == 1 && file_is(path_of("ro/keep.json"), "old\n"), "old file intact");
 }
 
+/* The caller judged one file (ours) or no file; anything else in its place is left alone. */
+static void test_expect(void)
+{
+	_cleanup_free_ char *dir = strdup(path_of("expect"));
+	struct stat judged, absent = {}, now;
+	int all, hidden, r;
+
+	ok(mkdir(dir, 0755) == 0, "mkdir expect");
+	ok(cdi_write_file_atomic(dir, "ours.json", "ours\n", 5) == CDI_WRITE_UPDATED,
+	   "ours.json written");
+	ok(stat(path_of("expect/ours.json"), &judged) == 0, "stat ours.json");
+	r = cdi_write_file_atomic_expect(dir, "ours.json", "new\n", 4, &judged);
+	ok(r == CDI_WRITE_UPDATED && file_is(path_of("expect/ours.json"), "new\n"),
+	   "the judged file is replaced (%d)", r);
+
+	/* Swapped for someone else's file after we judged the old one. */
+	ok(stat(path_of("expect/ours.json"), &judged) == 0, "stat the new ours.json");
+	ok(rename(path_of("expect/ours.json"), path_of("expect/old")) == 0 &&
+	       cdi_write_file_atomic(dir, "ours.json", "theirs\n", 7) == CDI_WRITE_UPDATED,
+	   "ours.json swapped for a foreign file");
+	r = cdi_write_file_atomic_expect(dir, "ours.json", "new2\n", 5, &judged);
+	ok(r == -EEXIST && file_is(path_of("expect/ours.json"), "theirs\n"),
+	   "a file swapped in since is refused and untouched (%d)", r);
+
+	/* Judged absent, but a file appeared. */
+	r = cdi_write_file_atomic_expect(dir, "ours.json", "new3\n", 5, &absent);
+	ok(r == -EEXIST && file_is(path_of("expect/ours.json"), "theirs\n"),
+	   "a file that appeared since is refused and untouched (%d)", r);
+	r = cdi_write_file_atomic_expect(dir, "fresh.json", "f\n", 2, &absent);
+	ok(r == CDI_WRITE_UPDATED && stat(path_of("expect/fresh.json"), &now) == 0,
+	   "still absent: written (%d)", r);
+	count_entries(dir, &all, &hidden);
+	ok(all == 3 && hidden == 0, "no temp file left (%d entries, %d hidden)", all, hidden);
+}
+
 int main(void)
 {
 	if (!mkdtemp(base)) {
@@ -212,6 +247,7 @@ int main(void)
 	test_new_and_unchanged();
 	test_refusals();
 	test_failure_cleanup();
+	test_expect();
 	rm_rf(base);
 	return tap_done();
 }
