@@ -153,6 +153,7 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 	_cleanup_free_ uint32_t *id_mark = NULL, *hca_mark = NULL;
 	_cleanup_free_ size_t *sel = NULL;
 	V1beta1__AllocateResponse *resp = NULL;
+	size_t total = 0;
 	char buf[80];
 	int r = -ENOMEM;
 
@@ -202,6 +203,15 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 				goto fail;
 			}
 			id_mark[idx] = mark;
+			/* The response grows with the IDs of all containers together: no more
+			 * than the node has, or a valid ID repeated in 100,000 container
+			 * requests would answer with 100,000 copies of everything. */
+			if (++total > t->n_ids) {
+				snprintf(err, errlen, "request names more than the %zu device IDs "
+					 "advertised", t->n_ids);
+				r = -EINVAL;
+				goto fail;
+			}
 			h = &t->hcas[t->ids[idx].hca];
 			if (!h->healthy) {
 				snprintf(err, errlen, "device ID \"%s\" (%s) is unhealthy",
@@ -417,12 +427,20 @@ static int prefer_one(const struct dp_table *t,
 
 int dp_preferred_allocation(const struct dp_table *t,
 			    const V1beta1__PreferredAllocationRequest *req,
-			    V1beta1__PreferredAllocationResponse **ret)
+			    V1beta1__PreferredAllocationResponse **ret, char *err, size_t errlen)
 {
-	_cleanup_free_ uint32_t *id_mark = calloc(t->n_ids ? t->n_ids : 1, sizeof(*id_mark));
-	V1beta1__PreferredAllocationResponse *resp = malloc(sizeof(*resp));
+	_cleanup_free_ uint32_t *id_mark = NULL;
+	V1beta1__PreferredAllocationResponse *resp = NULL;
 	int r = -ENOMEM;
 
+	/* Each container request gets a response, even an empty one: bound their number. */
+	if (req->n_container_requests > DP_CONTAINERS_MAX) {
+		snprintf(err, errlen, "%zu container requests, at most %d",
+			 req->n_container_requests, DP_CONTAINERS_MAX);
+		return -EINVAL;
+	}
+	id_mark = calloc(t->n_ids ? t->n_ids : 1, sizeof(*id_mark));
+	resp = malloc(sizeof(*resp));
 	if (!id_mark || !resp) {
 		free(resp);
 		return -ENOMEM;
@@ -449,6 +467,7 @@ int dp_preferred_allocation(const struct dp_table *t,
 	*ret = resp;
 	return 0;
 fail:
+	snprintf(err, errlen, "out of memory");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
 }

@@ -29,6 +29,7 @@
 #define DP_ID_MAX 63 /* kubelet device IDs */
 #define DP_SHARED_MAX BRIDGE_SHARED_MAX
 #define DP_MAX_MESSAGE (4u << 20) /* bound on any request we unpack */
+#define DP_CONTAINERS_MAX 256	  /* container requests per call; the kubelet sends 1 */
 #define DP_ANNOTATION_PREFIX "cdi.k8s.io/rdma-cdi_"
 #define DP_ANNOTATION_SUFFIX_MAX (63 - (sizeof("rdma-cdi_") - 1))
 #define DP_ENV_DEVICES "RDMA_CDI_DEVICES"
@@ -98,8 +99,9 @@ int dp_list_response(const struct dp_table *t, V1beta1__ListAndWatchResponse **r
 /*
  * Allocate. Every ID of every container request is checked: unknown, duplicate within a
  * container request, or unhealthy IDs fail the whole call with -EINVAL and a one-line
- * reason in err naming the (sanitised) ID; so do an empty request and an empty container
- * request. On success the response carries, per the table's strategies, cdi_devices,
+ * reason in err naming the (sanitised) ID; so do an empty request, an empty container
+ * request, and more IDs over all container requests than the table has (which bounds the
+ * response by the table, whatever the request). On success the response carries, per the table's strategies, cdi_devices,
  * the annotation, the env and DeviceSpecs (free with protobuf_c_message_free_unpacked).
  */
 int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
@@ -111,11 +113,12 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
  * of the nearest common upstream bridge, health, table order; cut at allocation_size.
  * Unknown and duplicate IDs are ignored (the answer is advisory). With no must-include
  * ID the first pick is the healthy device on the NUMA node with most candidates.
- * Runs in O(n log n). Returns 0 or -ENOMEM.
+ * Runs in O(n log n). Returns 0, -EINVAL (more than DP_CONTAINERS_MAX container
+ * requests) or -ENOMEM, with a one-line reason in err.
  */
 int dp_preferred_allocation(const struct dp_table *t,
 			    const V1beta1__PreferredAllocationRequest *req,
-			    V1beta1__PreferredAllocationResponse **ret);
+			    V1beta1__PreferredAllocationResponse **ret, char *err, size_t errlen);
 
 /*
  * The annotation key suffix for a container request: its first ID with ':' mapped to

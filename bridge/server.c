@@ -14,6 +14,7 @@
  * so serving again means a new instance. The old one must be gone before the new one
  * binds: gRPC unlinks the socket path when a listener shuts down.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -207,20 +208,77 @@ static grpc_byte_buffer *pack_message(const ProtobufCMessage *m)
 	return bb;
 }
 
-/* Unpacks a request payload (NULL payload = empty message). NULL when it does not parse. */
-static ProtobufCMessage *unpack_payload(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d)
+/*
+ * protobuf-c allocates every repeated element on its own: a 4 MiB request of empty
+ * strings or empty submessages unpacks into 100+ MiB. Unpacking draws from a budget
+ * (each block charged with a header and malloc's overhead) and fails beyond it. 16 MiB
+ * unpacks about 150,000 PCI-address IDs (protobuf-c's transient per-field records
+ * included): more than the 4 MiB ListAndWatch message a kubelet accepts can carry.
+ */
+#define DP_UNPACK_BUDGET (16u << 20)
+#define DP_UNPACK_HDR 16 /* keeps malloc's alignment */
+#define DP_TRIM_OVER (256u << 10)
+
+struct unpack_budget {
+	ProtobufCAllocator a;
+	size_t left;
+	bool exceeded;
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct unpack_budget *b = data;
+	size_t cost = size + DP_UNPACK_HDR + 16;
+	char *p;
+
+	p = size > b->left || cost > b->left ? NULL : malloc(size + DP_UNPACK_HDR);
+	if (!p) {
+		b->exceeded = true;
+		return NULL;
+	}
+	b->left -= cost;
+	memcpy(p, &cost, sizeof(cost));
+	return p + DP_UNPACK_HDR;
+}
+
+static void budget_free(void *data, void *ptr)
+{
+	struct unpack_budget *b = data;
+	char *p = ptr;
+	size_t cost;
+
+	if (!p)
+		return;
+	p -= DP_UNPACK_HDR;
+	memcpy(&cost, p, sizeof(cost));
+	b->left += cost;
+	free(p);
+}
+
+static void budget_init(struct unpack_budget *b)
+{
+	*b = (struct unpack_budget){
+	    .a = {.alloc = budget_alloc, .free = budget_free, .allocator_data = b},
+	    .left = DP_UNPACK_BUDGET,
+	};
+}
+
+/* Unpacks a request payload (NULL payload = empty message) within budget b. NULL when it
+ * does not parse or b->exceeded. Free with protobuf_c_message_free_unpacked(m, &b->a). */
+static ProtobufCMessage *unpack_payload(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d,
+					struct unpack_budget *b)
 {
 	grpc_byte_buffer_reader reader;
 	ProtobufCMessage *m;
 	grpc_slice slice;
 
 	if (!bb)
-		return protobuf_c_message_unpack(d, NULL, 0, (const uint8_t *)"");
+		return protobuf_c_message_unpack(d, &b->a, 0, (const uint8_t *)"");
 	if (!grpc_byte_buffer_reader_init(&reader, bb))
 		return NULL;
 	slice = grpc_byte_buffer_reader_readall(&reader);
 	grpc_byte_buffer_reader_destroy(&reader);
-	m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(slice),
+	m = protobuf_c_message_unpack(d, &b->a, GRPC_SLICE_LENGTH(slice),
 				      GRPC_SLICE_START_PTR(slice));
 	grpc_slice_unref(slice);
 	return m;
@@ -332,67 +390,83 @@ static void answer(struct dp_call *c, grpc_status_code code, const char *details
 	}
 }
 
-static void handle_allocate(struct dp_call *c, struct dp_snapshot *sn)
+static void log_allocated(const V1beta1__AllocateResponse *resp)
 {
-	V1beta1__AllocateRequest *req;
-	V1beta1__AllocateResponse *resp = NULL;
+	for (size_t i = 0; i < resp->n_container_responses; i++)
+		log_info("Allocate: container %zu gets %s", i,
+			 resp->container_responses[i]->envs[0]->value);
+}
+
+static void log_preferred(const V1beta1__PreferredAllocationRequest *req,
+			  const V1beta1__PreferredAllocationResponse *resp)
+{
+	if (log_get_level() < LOG_LVL_DEBUG)
+		return;
+	for (size_t i = 0; i < resp->n_container_responses; i++) {
+		const V1beta1__ContainerPreferredAllocationResponse *o =
+		    resp->container_responses[i];
+
+		log_debug("GetPreferredAllocation: container %zu: %zu of %zu IDs, first %s", i,
+			  o->n_deviceids, req->container_requests[i]->n_available_deviceids,
+			  o->n_deviceids ? o->deviceids[0] : "-");
+	}
+}
+
+/* Allocate and GetPreferredAllocation: unpack within a budget, answer from sn's table. */
+static void handle_request(struct dp_call *c, struct dp_snapshot *sn)
+{
+	bool alloc = c->m == M_ALLOCATE;
+	const char *name = alloc ? "Allocate" : "GetPreferredAllocation";
+	struct unpack_budget budget;
+	ProtobufCMessage *req;
+	union {
+		V1beta1__AllocateResponse *alloc;
+		V1beta1__PreferredAllocationResponse *pref;
+	} resp = {NULL};
 	char err[256];
 	int r;
 
-	req = (V1beta1__AllocateRequest *)unpack_payload(c->payload,
-							 &v1beta1__allocate_request__descriptor);
+	budget_init(&budget);
+	req = unpack_payload(c->payload,
+			     alloc ? &v1beta1__allocate_request__descriptor
+				   : &v1beta1__preferred_allocation_request__descriptor,
+			     &budget);
 	if (!req) {
-		log_warning("Allocate rejected: request does not parse");
-		answer(c, GRPC_STATUS_INVALID_ARGUMENT, "AllocateRequest does not parse");
+		if (budget.exceeded)
+			snprintf(err, sizeof(err), "request does not fit the %u MiB unpack budget",
+				 DP_UNPACK_BUDGET >> 20);
+		else
+			snprintf(err, sizeof(err), "request does not parse");
+		log_warning("%s rejected: %s", name, err);
+		answer(c,
+		       budget.exceeded ? GRPC_STATUS_RESOURCE_EXHAUSTED
+				       : GRPC_STATUS_INVALID_ARGUMENT,
+		       err);
 		return;
 	}
-	r = dp_allocate(sn->table, req, &resp, err, sizeof(err));
+	if (alloc)
+		r = dp_allocate(sn->table, (V1beta1__AllocateRequest *)req, &resp.alloc, err,
+				sizeof(err));
+	else
+		r = dp_preferred_allocation(sn->table, (V1beta1__PreferredAllocationRequest *)req,
+					    &resp.pref, err, sizeof(err));
 	if (r < 0) {
-		log_warning("Allocate rejected: %s", err);
+		log_warning("%s rejected: %s", name, err);
 		answer(c,
 		       r == -EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED,
 		       err);
 	} else {
-		for (size_t i = 0; i < resp->n_container_responses; i++)
-			log_info("Allocate: container %zu gets %s", i,
-				 resp->container_responses[i]->envs[0]->value);
-		c->reply = pack_message(&resp->base);
-		answer(c, GRPC_STATUS_OK, NULL);
-		protobuf_c_message_free_unpacked(&resp->base, NULL);
-	}
-	protobuf_c_message_free_unpacked(&req->base, NULL);
-}
+		ProtobufCMessage *m = alloc ? &resp.alloc->base : &resp.pref->base;
 
-static void handle_preferred(struct dp_call *c, struct dp_snapshot *sn)
-{
-	V1beta1__PreferredAllocationRequest *req;
-	V1beta1__PreferredAllocationResponse *resp = NULL;
-
-	req = (V1beta1__PreferredAllocationRequest *)unpack_payload(
-	    c->payload, &v1beta1__preferred_allocation_request__descriptor);
-	if (!req) {
-		log_warning("GetPreferredAllocation rejected: request does not parse");
-		answer(c, GRPC_STATUS_INVALID_ARGUMENT,
-		       "PreferredAllocationRequest does not parse");
-		return;
-	}
-	if (dp_preferred_allocation(sn->table, req, &resp) < 0) {
-		answer(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-	} else {
-		if (log_get_level() >= LOG_LVL_DEBUG)
-			for (size_t i = 0; i < resp->n_container_responses; i++)
-				log_debug("GetPreferredAllocation: container %zu: %zu of %zu IDs, "
-					  "first %s",
-					  i, resp->container_responses[i]->n_deviceids,
-					  req->container_requests[i]->n_available_deviceids,
-					  resp->container_responses[i]->n_deviceids
-					      ? resp->container_responses[i]->deviceids[0]
-					      : "-");
-		c->reply = pack_message(&resp->base);
+		if (alloc)
+			log_allocated(resp.alloc);
+		else
+			log_preferred((V1beta1__PreferredAllocationRequest *)req, resp.pref);
+		c->reply = pack_message(m);
 		answer(c, GRPC_STATUS_OK, NULL);
-		protobuf_c_message_free_unpacked(&resp->base, NULL);
+		protobuf_c_message_free_unpacked(m, NULL);
 	}
-	protobuf_c_message_free_unpacked(&req->base, NULL);
+	protobuf_c_message_free_unpacked(req, &budget.a);
 }
 
 static void stream_open(struct dp_server *s, struct dp_call *c);
@@ -403,6 +477,7 @@ static void on_request(struct dp_tag *tag, bool ok)
 	struct dp_inst *inst = c->inst;
 	struct dp_server *s = inst->s;
 	struct dp_snapshot *sn;
+	size_t len;
 
 	if (!ok) {
 		/* The instance is shutting down: no more calls of this method. */
@@ -449,11 +524,12 @@ static void on_request(struct dp_tag *tag, bool ok)
 		answer(c, GRPC_STATUS_UNAVAILABLE, "no device table yet");
 		return;
 	}
-	if (c->m == M_ALLOCATE)
-		handle_allocate(c, sn);
-	else
-		handle_preferred(c, sn);
+	len = c->payload ? grpc_byte_buffer_length(c->payload) : 0;
+	handle_request(c, sn);
 	snap_put(s, sn);
+	/* A big request leaves MiB of freed heap behind that glibc keeps: give them back. */
+	if (len > DP_TRIM_OVER)
+		malloc_trim(0);
 }
 
 /* ---- ListAndWatch streams --------------------------------------------------------- */

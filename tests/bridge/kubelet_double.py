@@ -229,6 +229,17 @@ class Bridge:
     def signal(self, sig):
         self.proc.send_signal(sig)
 
+    def sanitized(self):
+        with open("/proc/%d/maps" % self.proc.pid) as f:
+            return "libasan" in f.read()
+
+    def memory_kib(self, field="VmRSS"):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        return 0
+
     def wait(self, timeout=10.0):
         try:
             return self.proc.wait(timeout)

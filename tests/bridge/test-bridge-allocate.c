@@ -236,6 +236,24 @@ static void test_rejects(void)
 	   "duplicates are per container request");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
+	/* ... but not without bound: the response would grow with every repetition. */
+	req = big_request(1, "0000:1a:00.0");
+	req->container_requests =
+	    realloc(req->container_requests, 11 * sizeof(*req->container_requests));
+	for (size_t i = 1; i < 11; i++)
+		req->container_requests[req->n_container_requests++] =
+		    (V1beta1__ContainerAllocateRequest *)protobuf_c_message_unpack(
+			&v1beta1__container_allocate_request__descriptor, NULL, 14,
+			(const uint8_t *)"\x0a\x0c" "0000:1a:00.0");
+	ok(rejects(t, req, "request names more than the 10 device IDs advertised", err,
+		   sizeof(err)),
+	   "one ID in 11 container requests on a 10-ID table: -EINVAL");
+	req = request((const char *[]){"0000:1a:00.0", NULL, "0000:1b:00.0", NULL, "0000:1a:00.0",
+				       NULL, "0000:1b:00.0", "0000:3b:00.0", NULL, NULL});
+	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 && resp->n_container_responses == 4,
+	   "5 IDs over 4 container requests on a 10-ID table: allocated");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	free_req(req);
 	dp_table_free(t);
 	fake_free(f);
 }

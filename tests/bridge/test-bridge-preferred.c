@@ -17,6 +17,7 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 	    V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
 	V1beta1__ContainerPreferredAllocationRequest *cs[1] = {&c};
 	V1beta1__PreferredAllocationResponse *resp = NULL;
+	char err[256];
 	size_t off = 0;
 	int r;
 
@@ -27,7 +28,7 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 	c.allocation_size = size;
 	req.container_requests = cs;
 	req.n_container_requests = 1;
-	r = dp_preferred_allocation(t, &req, &resp);
+	r = dp_preferred_allocation(t, &req, &resp, err, sizeof(err));
 	if (r < 0)
 		return r;
 	out[0] = '\0';
@@ -77,6 +78,34 @@ static void check_dgx(const struct dp_table *t, const char *what)
 	       "%s: must-include on both nodes: the switch siblings of each", what);
 }
 
+/* Every container request gets a response, even an empty one: their number is bounded. */
+static void test_container_cap(const struct dp_table *t)
+{
+	V1beta1__ContainerPreferredAllocationRequest cs[DP_CONTAINERS_MAX + 1];
+	V1beta1__ContainerPreferredAllocationRequest *ps[DP_CONTAINERS_MAX + 1];
+	V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
+	V1beta1__PreferredAllocationResponse *resp = NULL;
+	char err[256] = "";
+
+	for (size_t i = 0; i <= DP_CONTAINERS_MAX; i++) {
+		v1beta1__container_preferred_allocation_request__init(&cs[i]);
+		cs[i].available_deviceids = (char **)all10;
+		cs[i].n_available_deviceids = 10;
+		cs[i].allocation_size = 1;
+		ps[i] = &cs[i];
+	}
+	req.container_requests = ps;
+	req.n_container_requests = DP_CONTAINERS_MAX;
+	ok(dp_preferred_allocation(t, &req, &resp, err, sizeof(err)) == 0 &&
+	       resp->n_container_responses == DP_CONTAINERS_MAX,
+	   "%d container requests: answered", DP_CONTAINERS_MAX);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	req.n_container_requests = DP_CONTAINERS_MAX + 1;
+	ok(dp_preferred_allocation(t, &req, &resp, err, sizeof(err)) == -EINVAL &&
+	       strstr(err, "at most 256"),
+	   "%d container requests: -EINVAL (%s)", DP_CONTAINERS_MAX + 1, err);
+}
+
 static void test_dgx(void)
 {
 	struct fake_node *f = fake_dgx();
@@ -113,6 +142,7 @@ static void test_dgx(void)
 	ok(prefer(t, all10, 10, none, 0, 0, out, sizeof(out)) == 0, "size 0: nothing");
 	ok(prefer(t, all10, 10, none, 0, -5, out, sizeof(out)) == 0,
 	   "negative size: nothing, no crash");
+	test_container_cap(t);
 	dp_table_free(t);
 
 	/* Shared mode: replicas of the must-include HCA come first (same function). */

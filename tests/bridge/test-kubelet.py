@@ -348,10 +348,31 @@ def sc_bad_requests(c):
                 "10,000 copies of a valid ID: INVALID_ARGUMENT")
     expect_code(tap, lambda: stub.Allocate(alloc(pb, ["x" * 5000000])),
                 grpc.StatusCode.RESOURCE_EXHAUSTED, "5 MB request: refused by the size bound")
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, *[["0000:1a:00.0"]] * 11)), IA,
+                "a valid ID in 11 container requests: more IDs than the node has",
+                "more than the 10 device IDs")
     ch = grpc.insecure_channel("unix:" + b.socket())
     raw = ch.unary_unary("/v1beta1.DevicePlugin/Allocate")
     expect_code(tap, lambda: raw(b"\xff\xff\xff\xff", timeout=5), IA,
                 "garbage bytes: INVALID_ARGUMENT")
+    # 4 MiB of empty elements would unpack into hundreds of MiB: refused within a budget,
+    # and the memory goes back.
+    rss0 = b.memory_kib()
+    empties = b"\x0a\x00" * (((4 << 20) - 64) // 2)
+    for method in ("Allocate", "GetPreferredAllocation"):
+        m = ch.unary_unary("/v1beta1.DevicePlugin/" + method)
+        expect_code(tap, lambda: m(empties, timeout=10), grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    "%s: 4 MiB of empty container requests refused" % method, "unpack budget")
+    hwm, rss = b.memory_kib("VmHWM"), b.memory_kib()
+    if b.sanitized():  # ASan's redzones and quarantine: only the gross bound holds
+        tap.ok(hwm - rss0 < 256 << 10, "ASan: memory peak +%d KiB" % (hwm - rss0))
+    else:
+        tap.ok(hwm - rss0 < 64 << 10 and rss - rss0 < 16 << 10,
+               "memory peak +%d KiB, +%d KiB after" % (hwm - rss0, rss - rss0))
+    pref = ch.unary_unary("/v1beta1.DevicePlugin/GetPreferredAllocation")
+    expect_code(tap, lambda: pref(b"\x0a\x00" * 257, timeout=5), IA,
+                "257 container requests to GetPreferredAllocation: INVALID_ARGUMENT",
+                "at most 256")
     raw = ch.unary_unary("/v1beta1.DevicePlugin/GetPreferredAllocation")
     expect_code(tap, lambda: raw(b"\x0a\x05\x0a\x03", timeout=5), IA,
                 "truncated PreferredAllocationRequest: INVALID_ARGUMENT")
@@ -367,7 +388,7 @@ def sc_bad_requests(c):
            "the bridge still allocates afterwards")
     tap.ok(not stream.ended, "the kubelet's ListAndWatch stream is still open")
     tap.ok(b.proc.poll() is None, "the bridge is still running")
-    tap.ok(b.log_text().count("Allocate rejected") >= 7, "each rejection is logged")
+    tap.ok(b.log_text().count("Allocate rejected") >= 9, "each rejection is logged")
 
 
 def sc_stream_drop(c):
