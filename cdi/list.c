@@ -82,7 +82,12 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 	size_t len, n;
 	int r;
 
-	/* The runtimes follow symlinks here; O_NONBLOCK keeps a FIFO from hanging us. */
+	/* The runtimes follow symlinks here. Opening a device node can have side effects:
+	 * look before opening, and O_NONBLOCK keeps a FIFO swapped in from hanging us. */
+	if (fstatat(dirfd, name, &st, 0) < 0)
+		return set_error(e, "cannot stat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return set_error(e, "not a regular file");
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return set_error(e, "cannot open: %s", strerror(errno));

@@ -53,7 +53,7 @@ static void help(void)
 
 /*
  * pidfd_open() needs no permission over the target and tells a dead pid (ESRCH) apart
- * from one we may merely not signal; older kernels fall back to kill(pid, 0).
+ * from one we may merely not signal; where it is missing or refused, kill(pid, 0).
  */
 static int pid_check_alive(pid_t pid)
 {
@@ -65,7 +65,8 @@ static int pid_check_alive(pid_t pid)
 	fd = syscall(SYS_pidfd_open, pid, 0);
 	if (fd >= 0) {
 		close((int)fd);
-	} else if (errno == ENOSYS) {
+	} else if (errno == ENOSYS || errno == EPERM) {
+		/* Old kernel, or a seccomp profile that refuses pidfd_open. */
 		if (kill(pid, 0) < 0 && errno == ESRCH)
 			return -ESRCH;
 	} else {

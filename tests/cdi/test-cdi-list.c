@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "cdi-internal.h"
 #include "../tap.h"
@@ -98,6 +99,8 @@ int main(void)
 	symlink("/nonexistent", in_base("etc/zdangling.json"));
 	symlink("sub.json", in_base("etc/zsubdir.json"));
 	mkfifo(in_base("etc/zfifo.json"), 0644);
+	/* A char device whose open() fails (no driver for major 240): looked at, never opened. */
+	mknod(in_base("etc/zchardev.json"), S_IFCHR | 0600, makedev(240, 0));
 
 	/* /var/run/cdi-like dir: the same name again, in another directory. */
 	put("run/rdma.example-hca.json", JSPEC("rdma.example/hca", JDEV("mlx5_0") "," JDEV("all")));
@@ -118,8 +121,8 @@ int main(void)
 	for (size_t i = 0; i < l->n_conflicts; i++)
 		printf("# conflict: %s\n", l->conflicts[i]);
 
-	/* Read: 5 regular files, 2 symlinks and a FIFO in etc; 1 file in run. */
-	ok(l->n_entries == 9, "9 entries (%zu)", l->n_entries);
+	/* Read: 5 regular files, 2 symlinks, a FIFO and a device node in etc; 1 file in run. */
+	ok(l->n_entries == 10, "10 entries (%zu)", l->n_entries);
 	for (size_t i = 1; i < l->n_entries; i++)
 		if (strcmp(l->entries[i - 1].dir, l->entries[i].dir) == 0 &&
 		    strcmp(l->entries[i - 1].file, l->entries[i].file) >= 0)
@@ -154,11 +157,14 @@ int main(void)
 	e = find(l, "etc", "zlink.json");
 	ok(e && !e->error && e->n_names == 2, "symlink to a regular file read, like runtimes do");
 	e = find(l, "etc", "zdangling.json");
-	ok(e && e->error && strstr(e->error, "cannot open"), "dangling symlink flagged (%s)",
+	ok(e && e->error && strstr(e->error, "cannot stat"), "dangling symlink flagged (%s)",
 	   e && e->error ? e->error : "-");
 	e = find(l, "etc", "zfifo.json");
 	ok(e && e->error && strcmp(e->error, "not a regular file") == 0,
 	   "FIFO flagged without blocking");
+	e = find(l, "etc", "zchardev.json");
+	ok(e && e->error && strcmp(e->error, "not a regular file") == 0,
+	   "device node flagged without being opened (%s)", e && e->error ? e->error : "-");
 	e = find(l, "run", "rdma.example-hca.json");
 	ok(e && !e->error && e->n_names == 2, "second directory read");
 
