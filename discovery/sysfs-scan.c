@@ -919,12 +919,30 @@ static bool read_chardev(struct scan *s, const char *cls, const char *entry, con
 	return true;
 }
 
+/* The RDMA device a char-device class entry belongs to (its "ibdev"), or NULL with a
+ * problem recorded. */
+static struct disc_device *class_entry_device(struct scan *s, const char *cls, const char *entry)
+{
+	char path[PATH_BUF], ibdev[DISC_NAME_MAX + 1];
+	struct disc_device *dev;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s/ibdev", cls, entry);
+	r = read_in_root(s, path, ibdev, sizeof(ibdev));
+	if (r < 0) {
+		problem(s, "%s: ibdev unreadable (%s), ignoring", entry, strerror(-r));
+		return NULL;
+	}
+	dev = find_device(s, ibdev);
+	if (!dev)
+		problem(s, "%s: ibdev '%s' has no RDMA device, ignoring", entry, SHOWN(ibdev));
+	return dev;
+}
+
 static void scan_uverbs(struct scan *s)
 {
 	const char *cls = "class/infiniband_verbs";
 	struct names l = {};
-	char path[PATH_BUF], ibdev[DISC_NAME_MAX + 1];
-	int r;
 
 	if (list_class(s, cls, is_uverbs_name, &l) < 0)
 		return;
@@ -932,18 +950,9 @@ static void scan_uverbs(struct scan *s)
 		struct disc_chardev c = {};
 		struct disc_device *dev;
 
-		snprintf(path, sizeof(path), "%s/%s/ibdev", cls, l.v[i]);
-		r = read_in_root(s, path, ibdev, sizeof(ibdev));
-		if (r < 0) {
-			problem(s, "%s: ibdev unreadable (%s), ignoring", l.v[i], strerror(-r));
+		dev = class_entry_device(s, cls, l.v[i]);
+		if (!dev)
 			continue;
-		}
-		dev = find_device(s, ibdev);
-		if (!dev) {
-			problem(s, "%s: ibdev '%s' has no RDMA device, ignoring", l.v[i],
-				SHOWN(ibdev));
-			continue;
-		}
 		if (!read_chardev(s, cls, l.v[i], dev->name, &c))
 			continue;
 		if (dev->has_uverbs) {
@@ -962,7 +971,7 @@ static void scan_mad(struct scan *s)
 {
 	const char *cls = "class/infiniband_mad";
 	struct names l = {};
-	char path[PATH_BUF], ibdev[DISC_NAME_MAX + 1], buf[DISC_ATTR_MAX];
+	char path[PATH_BUF], buf[DISC_ATTR_MAX];
 	int r;
 
 	if (list_class(s, cls, is_mad_name, &l) < 0)
@@ -974,18 +983,9 @@ static void scan_mad(struct scan *s)
 		struct disc_port *port = NULL;
 		long long pnum;
 
-		snprintf(path, sizeof(path), "%s/%s/ibdev", cls, l.v[i]);
-		r = read_in_root(s, path, ibdev, sizeof(ibdev));
-		if (r < 0) {
-			problem(s, "%s: ibdev unreadable (%s), ignoring", l.v[i], strerror(-r));
+		dev = class_entry_device(s, cls, l.v[i]);
+		if (!dev)
 			continue;
-		}
-		dev = find_device(s, ibdev);
-		if (!dev) {
-			problem(s, "%s: ibdev '%s' has no RDMA device, ignoring", l.v[i],
-				SHOWN(ibdev));
-			continue;
-		}
 		snprintf(path, sizeof(path), "%s/%s/port", cls, l.v[i]);
 		r = read_in_root(s, path, buf, sizeof(buf));
 		if (r >= 0 && parse_int64(buf, &pnum) >= 0)
