@@ -795,9 +795,10 @@ int dp_server_serve(struct dp_server *s)
 						GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
 
 	creds = grpc_insecure_server_credentials_create();
-	/* Only root (the kubelet) may talk to us: the socket is created 0600. The control
-	 * thread is the only one creating files, so the process-wide umask is safe here. */
-	old_mask = umask(0077);
+	/* Only root (the kubelet) may talk to us: bind() creates the socket 0600 under this
+	 * umask (no chmod by path afterwards, which would follow a symlink put there). The
+	 * control thread is the only one creating files, so the process-wide umask is safe. */
+	old_mask = umask(0177);
 	port = grpc_server_add_http2_port(inst->server, target, creds);
 	umask(old_mask);
 	grpc_server_credentials_release(creds);
@@ -809,7 +810,6 @@ int dp_server_serve(struct dp_server *s)
 	grpc_server_start(inst->server);
 
 	if (lstat(s->cfg.socket_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		(void)chmod(s->cfg.socket_path, 0600);
 		s->sock_dev = st.st_dev;
 		s->sock_ino = st.st_ino;
 		s->sock_bound = true;
