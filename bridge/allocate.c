@@ -207,8 +207,10 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 			 * than the node has, or a valid ID repeated in 100,000 container
 			 * requests would answer with 100,000 copies of everything. */
 			if (++total > t->n_ids) {
-				snprintf(err, errlen, "request names more than the %zu device IDs "
-					 "advertised", t->n_ids);
+				snprintf(err, errlen,
+					 "request names more than the %zu device IDs "
+					 "advertised",
+					 t->n_ids);
 				r = -EINVAL;
 				goto fail;
 			}

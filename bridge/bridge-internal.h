@@ -101,8 +101,9 @@ int dp_list_response(const struct dp_table *t, V1beta1__ListAndWatchResponse **r
  * container request, or unhealthy IDs fail the whole call with -EINVAL and a one-line
  * reason in err naming the (sanitised) ID; so do an empty request, an empty container
  * request, and more IDs over all container requests than the table has (which bounds the
- * response by the table, whatever the request). On success the response carries, per the table's strategies, cdi_devices,
- * the annotation, the env and DeviceSpecs (free with protobuf_c_message_free_unpacked).
+ * response by the table, whatever the request). On success the response carries, per the
+ * table's strategies, cdi_devices, the annotation, the env and DeviceSpecs (free with
+ * protobuf_c_message_free_unpacked).
  */
 int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 		V1beta1__AllocateResponse **ret, char *err, size_t errlen);

@@ -244,7 +244,8 @@ static void test_rejects(void)
 		req->container_requests[req->n_container_requests++] =
 		    (V1beta1__ContainerAllocateRequest *)protobuf_c_message_unpack(
 			&v1beta1__container_allocate_request__descriptor, NULL, 14,
-			(const uint8_t *)"\x0a\x0c" "0000:1a:00.0");
+			(const uint8_t *)"\x0a\x0c"
+					 "0000:1a:00.0");
 	ok(rejects(t, req, "request names more than the 10 device IDs advertised", err,
 		   sizeof(err)),
 	   "one ID in 11 container requests on a 10-ID table: -EINVAL");
