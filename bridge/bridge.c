@@ -259,9 +259,13 @@ static void try_register(struct bridge *b, bool restart)
 	struct stat st;
 	int r;
 
-	if (lstat(b->kubelet_path, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+	r = lstat(b->kubelet_path, &st) < 0 ? -errno : S_ISSOCK(st.st_mode) ? 0 : -ENOTSOCK;
+	if (r < 0) {
 		if (!b->waiting_logged)
-			log_info("waiting for the kubelet: %s does not exist yet", b->kubelet_path);
+			log_info("waiting for the kubelet: %s %s", b->kubelet_path,
+				 r == -ENOENT	  ? "does not exist yet"
+				 : r == -ENOTSOCK ? "is not a socket"
+						  : strerror(-r));
 		b->waiting_logged = true;
 		b->registered = false;
 		return;

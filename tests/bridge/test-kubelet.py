@@ -636,6 +636,14 @@ def sc_kubelet_absent(c):
     tap.ok(b.proc.poll() is None, "no kubelet.sock: the bridge keeps running")
     tap.ok(stat.S_ISSOCK(os.lstat(b.socket()).st_mode), "and serves its socket")
     tap.ok("waiting for the kubelet" in b.log_text(), "and says it waits", b.log_text())
+    # A regular file named kubelet.sock is no kubelet: waited past, and said so.
+    kubelet_sock = os.path.join(c.plugin_dir, "kubelet.sock")
+    b.stop()
+    open(kubelet_sock, "w").close()
+    b = c.bridge()
+    tap.ok(b.wait_log("kubelet.sock is not a socket") and b.proc.poll() is None,
+           "kubelet.sock a regular file: the bridge waits and says why", b.log_text())
+    os.unlink(kubelet_sock)
     k = c.start_kubelet()
     reg = k.wait_registrations(1, 5)
     tap.ok(reg is not None, "kubelet.sock appears: registered", b.log_text())
