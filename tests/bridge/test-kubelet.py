@@ -23,6 +23,8 @@ import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet_double as kd  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from tap import Tap  # noqa: E402
 
 DGX_NUMA = {
     "0000:1a:00.0": 0, "0000:1b:00.0": 0, "0000:3b:00.0": 0, "0000:3c:00.0": 0,
@@ -41,31 +43,6 @@ for a, b in (("1a", "1b"), ("3b", "3c"), ("9a", "9b"), ("ba", "bb")):
     SWITCH_SIBLING["0000:%s:00.0" % a] = "0000:%s:00.0" % b
     SWITCH_SIBLING["0000:%s:00.0" % b] = "0000:%s:00.0" % a
 IB8 = [p for p in DGX_NUMA if p not in ("0000:5e:00.0", "0000:d8:00.0")]
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, what, diag=None):
-        self.n += 1
-        print("%sok %d - %s" % ("" if cond else "not ", self.n, what))
-        if not cond:
-            self.failed += 1
-            if diag is not None:
-                for line in str(diag).splitlines():
-                    print("#   " + line)
-        sys.stdout.flush()
-        return cond
-
-    def diag(self, msg):
-        print("# " + msg)
-        sys.stdout.flush()
-
-    def done(self):
-        print("1..%d" % self.n)
-        return 1 if self.failed else 0
 
 
 class Ctx:

@@ -13,17 +13,11 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-failed = 0
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
+from tap import Tap  # noqa: E402
 
-
-def check(cond, what):
-    global n, failed
-    n += 1
-    what = what.replace("\n", "\\n").replace("#", "\\x23")  # one TAP line, no directive
-    print(f"{'ok' if cond else 'not ok'} {n} - {what}")
-    if not cond:
-        failed += 1
+TAP = Tap()
+check = TAP.ok
 
 
 def run(*args, stdin=None):
@@ -130,8 +124,7 @@ def main():
         rc, out = run(py, validator, "--max-version", "0.5.0", schema_dir, *files)
         check(rc == 0, f"rdma-cdi's own JSON and YAML output pass the schema: {out.strip()}")
 
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return TAP.done()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ import sys
 
 import yaml
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
+from tap import Tap  # noqa: E402
+
 TRICKY = [
     "0", "1", "-1", "+1", "1.5", "1e3", ".5", "0x10", "0o10", "010", "1_000", "1:30",
     ".inf", "-.inf", ".nan", "true", "false", "True", "TRUE", "yes", "no", "Yes", "NO",
@@ -29,17 +32,8 @@ TRICKY = [
 # PyYAML -> rdma-cdi direction and their Go typing is checked on its own below.
 READERS_DISAGREE = {"y", "Y", "n", "N", "1e3"}
 
-n = 0
-failed = 0
-
-
-def check(cond, what):
-    global n, failed
-    n += 1
-    what = what.replace("\n", "\\n").replace("#", "\\x23")  # one TAP line, no directive
-    print(f"{'ok' if cond else 'not ok'} {n} - {what}")
-    if not cond:
-        failed += 1
+TAP = Tap()
+check = TAP.ok
 
 
 def convert(tool, src, dst, text):
@@ -93,8 +87,7 @@ def main():
     check(out is not None and json.loads(out) == {"a": True, "b": False, "c": 1000, "d": -0.25},
           "y, N and 1e3 typed as go-yaml v2 does (bool, bool, float)")
 
-    print(f"1..{n}")
-    return 1 if failed else 0
+    return TAP.done()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ import sys
 import tempfile
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from tap import Tap  # noqa: E402
+
 KIND = "rdma.example/hca"
 BROKEN_KIND = "rdma.example/nohook"
 ONEMEG_KIND = "rdma.example/memlock1m"
@@ -52,26 +55,6 @@ def uverbs_node(n):
 
 
 # ---- outer: fixtures, specs, TAP ---------------------------------------------------------
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, desc, diag=""):
-        self.n += 1
-        desc = " ".join(desc.replace("#", " ").split())
-        print(("ok" if cond else "not ok") + " %d - %s" % (self.n, desc))
-        if not cond:
-            self.failed += 1
-            self.diag(diag)
-        sys.stdout.flush()
-
-    def diag(self, text):
-        for line in str(text or "").splitlines():
-            print("# " + line)
-        sys.stdout.flush()
-
 
 def bail(msg):
     print("Bail out! " + msg)
@@ -256,8 +239,7 @@ def outer_in(a, tap, work, host_before):
     tap.ok(host_snapshot() == host_before,
            "the host's /etc/cdi, /var/run/cdi and podman state dirs are untouched",
            "%s -> %s" % (host_before, host_snapshot()))
-    print("1..%d" % tap.n)
-    return 1 if tap.failed else 0
+    return tap.done()
 
 
 # ---- inner: private mount namespace, podman ------------------------------------------------

@@ -17,32 +17,18 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from tap import Tap  # noqa: E402
+
 HOOK = os.path.abspath(sys.argv[1])
 MEMLOCK = resource.RLIMIT_MEMLOCK
 INF = resource.RLIM_INFINITY
 CAP_SYS_RESOURCE = 24
 
-n_tests = 0
-n_failed = 0
 children = []
-
-
-def tap(cond, desc, diag=None):
-    global n_tests, n_failed
-    n_tests += 1
-    desc = " ".join(desc.replace("#", " ").split())
-    print(("ok" if cond else "not ok") + f" {n_tests} - {desc}")
-    if not cond:
-        n_failed += 1
-        for line in str(diag or "").splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-
-
-def skip(desc, why):
-    global n_tests
-    n_tests += 1
-    print(f"ok {n_tests} - {desc} # SKIP {why}")
+TAP = Tap()
+tap = TAP.ok
+skip = TAP.skip
 
 
 def cap_eff(status_path="/proc/self/status"):
@@ -201,7 +187,7 @@ try:
     p = spawn(LOW, CEIL)
     rc, out, err = run_hook(["--memlock=16G"], state(p.pid))
     lim = proc_limits(p.pid)
-    tap(rc == 0 and lim == (CEIL, CEIL) and one_line(err, f"17179869184 needs CAP_SYS_RESOURCE"),
+    tap(rc == 0 and lim == (CEIL, CEIL) and one_line(err, "17179869184 needs CAP_SYS_RESOURCE"),
         "finite target above the hard limit: raised to the hard limit",
         f"rc={rc} limits={lim} stderr={err!r}")
 
@@ -287,5 +273,4 @@ finally:
             c.kill()
         c.wait()
 
-print(f"1..{n_tests}")
-sys.exit(1 if n_failed else 0)
+sys.exit(TAP.done())
