@@ -454,6 +454,7 @@ static int cmd_generate(struct cli *cli)
 	_cleanup_free_ char *path = NULL;
 	struct disc_node *node = NULL;
 	const char *kind = cli->spec.kind ? cli->spec.kind : SPEC_DEFAULT_KIND;
+	const char *hook;
 	char err[1024];
 	size_t usable;
 	bool changed = false;
@@ -482,6 +483,11 @@ static int cmd_generate(struct cli *cli)
 		log_error("%s", err);
 		return EXIT_FAIL;
 	}
+	hook = cli->spec.hook_path ? cli->spec.hook_path : RDMA_CDI_HOOK_PATH;
+	if (access(hook, X_OK) < 0)
+		log_warning("hook %s does not exist or is not executable here: containers that "
+			    "use this spec will fail to start until it is installed",
+			    hook);
 	if (strcmp(path, "-") != 0) {
 		log_info("%s %s: %zu devices of kind %s (cdiVersion %s)",
 			 changed ? "wrote" : "unchanged", path, usable, kind,

@@ -179,16 +179,12 @@ def outer_in(a, tap, work, host_before):
     missing_hook = os.path.join(work, "no-such-dir", "rdma-cdi-hook")
     r = generate(a, work, spec_run, missing_hook, kind=BROKEN_KIND)
     broken = os.path.join(spec_run, "rdma.example-nohook.json")
-    if r.returncode != 0 or not os.path.isfile(broken):
-        # The generator may refuse a hook path that does not exist; edit a copy instead.
-        tap.diag("rdma-cdi generate refused --hook-path %s (exit %d); editing a copy"
-                 % (missing_hook, r.returncode))
-        b = json.loads(json.dumps(spec))
-        b["kind"] = BROKEN_KIND
-        for h in find_hooks(b):
-            h["path"] = missing_hook
-        with open(broken, "w") as f:
-            json.dump(b, f)
+    # The hook may be installed later (or live on the host of a containerised generator):
+    # generate accepts the path and only warns.
+    if not tap.ok(r.returncode == 0 and os.path.isfile(broken) and "does not exist" in r.stderr,
+                  "rdma-cdi generate --hook-path <missing> writes the spec and warns",
+                  "exit %d\n%s" % (r.returncode, r.stderr)):
+        bail("no spec with a missing hook to test with")
     # A finite target below the hard limit: the hook sets it exactly, no privilege needed.
     r = generate(a, work, spec_run, a.hook, kind=ONEMEG_KIND, extra=["--memlock", "1M"])
     tap.ok(r.returncode == 0 and os.path.isfile(os.path.join(spec_run,

@@ -167,6 +167,15 @@ class Content(Tmp):
                 "--hook-path", HOOK, check=0)
         self.assertIn("smi1", p.stderr)  # reported, not silently dropped
 
+    def test_missing_hook_is_warned_about(self):
+        out = os.path.join(self.tmp, "s.json")
+        p = run("generate", "--sysfs-root", sysfs("sriov"), "--hook-path", "/nonexistent/hook",
+                "--output", out, check=0)
+        self.assertIn("hook /nonexistent/hook does not exist", p.stderr)
+        p = run("generate", "--sysfs-root", sysfs("sriov"), "--hook-path", "/bin/true",
+                "--output", out, check=0)
+        self.assertNotIn("does not exist", p.stderr)
+
     def test_memlock_and_kind(self):
         s = self.spec("sriov", "--memlock", "512M", "--kind", "acme.io/rdma")
         self.assertEqual(s["kind"], "acme.io/rdma")
