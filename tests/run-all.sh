@@ -9,4 +9,14 @@ if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$@"
 fi
 meson compile -C "$build"
-meson test -C "$build" --print-errorlogs --num-processes "${TEST_JOBS:-2}"
+status=0
+meson test -C "$build" --print-errorlogs --num-processes "${TEST_JOBS:-2}" || status=$?
+# One closing line any CI reads: tests (not TAP subtests) passed, failed, skipped.
+/usr/bin/python3 - "$build/meson-logs/testlog.json" <<'PY'
+import json, sys
+results = [json.loads(line)["result"] for line in open(sys.argv[1])]
+ok = sum(r in ("OK", "EXPECTEDFAIL") for r in results)
+skipped = sum(r == "SKIP" for r in results)
+print(f"{ok} passed, {len(results) - ok - skipped} failed, {skipped} skipped")
+PY
+exit "$status"
