@@ -83,6 +83,14 @@ class Ctx:
             raise SystemExit(self.close())
         return s, lst
 
+    def up(self, extra=()):
+        """Kubelet double up, one bridge registered, its first device list received."""
+        self.start_kubelet()
+        b = self.bridge(extra)
+        self.registered()
+        stream, lst = self.first_list()
+        return b, stream, lst
+
     def log(self):
         return "\n".join(b.log_text() for b in self.bridges if os.path.exists(b.log_path))
 
@@ -167,10 +175,7 @@ def sc_registration(c):
 
 def sc_devices_dgx(c):
     tap = c.tap
-    c.start_kubelet()
-    c.bridge()
-    c.registered()
-    _, lst = c.first_list()
+    _, _, lst = c.up()
     devs = by_id(lst)
     tap.ok(set(devs) == set(DGX_NUMA), "dgx: IDs are the PCI addresses of the 10 HCAs",
            sorted(devs))
@@ -184,10 +189,7 @@ def sc_devices_dgx(c):
 
 def sc_devices_sriov(c):
     tap = c.tap
-    c.start_kubelet()
-    c.bridge()
-    c.registered()
-    _, lst = c.first_list()
+    _, _, lst = c.up()
     devs = by_id(lst)
     want = {"0000:3b:00.0", "0000:3b:00.2", "0000:3b:00.3", "0000:3b:00.4", "0000:3b:00.5"}
     tap.ok(set(devs) == want, "sriov: PF and 4 VFs, each by its PCI address", sorted(devs))
@@ -198,10 +200,8 @@ def sc_devices_sriov(c):
 
 def sc_preferred(c):
     tap = c.tap
-    pb = c.start_kubelet().pb
-    c.bridge()
-    c.registered()
-    c.first_list()
+    c.up()
+    pb = c.kubelet.pb
     stub = c.kubelet.plugin_stub()
 
     def prefer(avail, must, size):
@@ -258,10 +258,8 @@ def check_allocation(c, b, resp, names_per_container, ids_per_container, cdi=Tru
 
 def sc_allocate(c):
     tap = c.tap
-    pb = c.start_kubelet().pb
-    b = c.bridge()
-    c.registered()
-    c.first_list()
+    b, _, _ = c.up()
+    pb = c.kubelet.pb
     stub = c.kubelet.plugin_stub()
     resp = stub.Allocate(alloc(pb, ["0000:1a:00.0"], ["0000:3c:00.0", "0000:3b:00.0"]))
     tap.ok(len(resp.container_responses) == 2, "one response per container")
@@ -302,10 +300,8 @@ def sc_device_specs(c):
 
 def sc_bad_requests(c):
     tap = c.tap
-    pb = c.start_kubelet().pb
-    b = c.bridge()
-    c.registered()
-    stream, _ = c.first_list()
+    b, stream, _ = c.up()
+    pb = c.kubelet.pb
     stub = c.kubelet.plugin_stub()
     IA = grpc.StatusCode.INVALID_ARGUMENT
     expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:1a:00.0", "0000:ff:00.0"])), IA,
@@ -370,10 +366,8 @@ def sc_bad_requests(c):
 
 def sc_stream_drop(c):
     tap = c.tap
-    pb = c.start_kubelet().pb
-    b = c.bridge()
-    c.registered()
-    main, _ = c.first_list()
+    b, main, _ = c.up()
+    pb = c.kubelet.pb
     stub = c.kubelet.plugin_stub()
     for round_ in range(3):
         streams = [kd.Stream(stub, pb) for _ in range(10)]
@@ -398,10 +392,8 @@ def sc_stream_drop(c):
 
 def sc_kubelet_restart(c):
     tap = c.tap
-    k = c.start_kubelet()
-    b = c.bridge()
-    c.registered()
-    c.first_list()
+    b, _, _ = c.up()
+    k = c.kubelet
     checkpoint = os.path.join(c.plugin_dir, "kubelet_internal_checkpoint")
     with open(checkpoint, "w") as f:
         f.write("{}")
@@ -429,10 +421,8 @@ def sc_kubelet_restart(c):
 
 def sc_bridge_restart(c):
     tap = c.tap
-    k = c.start_kubelet()
-    b = c.bridge()
-    c.registered()
-    old_stream, _ = c.first_list()
+    b, old_stream, _ = c.up()
+    k = c.kubelet
     # A second bridge while the first serves: refuses, the first is unharmed.
     b2 = c.bridge()
     rc = b2.wait(10)
@@ -485,10 +475,8 @@ def sc_bridge_restart(c):
 
 def sc_shared(c):
     tap = c.tap
-    pb = c.start_kubelet().pb
-    b = c.bridge(["--shared", "4"])
-    c.registered()
-    _, lst = c.first_list()
+    b, _, lst = c.up(["--shared", "4"])
+    pb = c.kubelet.pb
     ids = [d.ID for d in lst]
     want = ["%s-s%d" % (p, k) for p in sorted(DGX_NUMA) for k in range(4)]
     tap.ok(sorted(ids) == sorted(want), "--shared 4: 40 IDs <pci>-s<k>", ids[:6])
@@ -518,10 +506,8 @@ def set_port_state(sysfs, dev, state):
 
 def sc_sighup(c):
     tap = c.tap
-    pb = c.start_kubelet().pb
-    b = c.bridge()
-    c.registered()
-    stream, lst = c.first_list()
+    b, stream, lst = c.up()
+    pb = c.kubelet.pb
     tap.ok(by_id(lst)["0000:1a:00.0"].health == "Healthy", "mlx5_0 starts Healthy")
     set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
     b.signal(signal.SIGHUP)
@@ -545,10 +531,7 @@ def sc_sighup(c):
 def sc_rescan(c):
     """Health follows sysfs without any signal: the periodic rescan."""
     tap = c.tap
-    c.start_kubelet()
-    b = c.bridge(extra=["--rescan-interval", "1"])
-    c.registered()
-    stream, lst = c.first_list()
+    b, stream, lst = c.up(extra=["--rescan-interval", "1"])
     tap.ok(by_id(lst)["0000:1a:00.0"].health == "Healthy", "mlx5_0 starts Healthy")
     set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
     lst = stream.wait(lambda ls: len(ls) >= 2, timeout=5)
@@ -564,10 +547,7 @@ def sc_rescan(c):
 def sc_rescan_off(c):
     """--rescan-interval 0: only SIGHUP rescans."""
     tap = c.tap
-    c.start_kubelet()
-    b = c.bridge(extra=["--rescan-interval", "0"])
-    c.registered()
-    stream, lst = c.first_list()
+    b, stream, lst = c.up(extra=["--rescan-interval", "0"])
     set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
     tap.ok(stream.wait(lambda ls: len(ls) >= 2, timeout=2.5) is None,
            "no periodic rescan: the list stays as it was")
@@ -579,10 +559,7 @@ def sc_rescan_off(c):
 
 def sc_sigterm(c):
     tap = c.tap
-    c.start_kubelet()
-    b = c.bridge()
-    c.registered()
-    stream, _ = c.first_list()
+    b, stream, _ = c.up()
     for sig in (signal.SIGTERM, signal.SIGINT):
         t0 = time.monotonic()
         b.signal(sig)
