@@ -75,3 +75,17 @@ static __attribute__((unused)) void write_file(const char *path, const char *con
 		exit(1);
 	}
 }
+
+/* The test programs' arguments: PYTHON3 MKSYSFS_PY TESTS_DATA_DIR (set by meson). */
+static const char *python3, *mksysfs, *data_dir;
+
+static void fixture_args(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s PYTHON3 MKSYSFS_PY TESTS_DATA_DIR\n", argv[0]);
+		exit(2);
+	}
+	python3 = argv[1];
+	mksysfs = argv[2];
+	data_dir = argv[3];
+}

@@ -9,7 +9,6 @@
 #include "discovery-internal.h"
 #include "discovery.h"
 
-static const char *python3, *mksysfs, *data_dir;
 
 /* Scans a fixture (nodes for all but `omit`), prints and re-parses its JSON. */
 static cJSON *fixture_json(const char *profile, const char *omit)
@@ -308,13 +307,7 @@ static void test_helpers(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PYTHON3 MKSYSFS_PY TESTS_DATA_DIR\n", argv[0]);
-		return 2;
-	}
-	python3 = argv[1];
-	mksysfs = argv[2];
-	data_dir = argv[3];
+	fixture_args(argc, argv);
 	test_helpers();
 	test_empty();
 	test_dgx();

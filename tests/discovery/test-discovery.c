@@ -12,7 +12,6 @@
 #include "discovery-internal.h"
 #include "discovery.h"
 
-static const char *python3, *mksysfs, *data_dir;
 
 static char *fixture(const char *profile)
 {
@@ -649,13 +648,7 @@ static void test_scale(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s PYTHON3 MKSYSFS_PY TESTS_DATA_DIR\n", argv[0]);
-		return 2;
-	}
-	python3 = argv[1];
-	mksysfs = argv[2];
-	data_dir = argv[3];
+	fixture_args(argc, argv);
 	test_dgx();
 	test_sriov();
 	test_quirks();
