@@ -557,6 +557,26 @@ def sc_rescan_off(c):
            "SIGHUP still rescans", c.log())
 
 
+def sc_late_driver(c):
+    """The RDMA driver loads after the bridge started: no crash loop, no stuck zero."""
+    tap = c.tap
+    verbs = os.path.join(c.sysfs, "class", "infiniband_verbs")
+    os.rename(verbs, verbs + ".not-yet")
+    b, stream, lst = c.up(["--rescan-interval", "1"])
+    tap.ok(lst == [], "no uverbs yet: registered, and the device list is empty", lst)
+    tap.ok(b.proc.poll() is None, "the bridge keeps running")
+    spec = os.path.join(b.spec_dir, "rdma.example-hca.json")
+    tap.ok(not os.path.exists(spec), "no spec written without a usable device")
+    os.rename(verbs + ".not-yet", verbs)
+    lst = stream.wait(lambda ls: len(ls) >= 2 and len(ls[-1]) == 10, timeout=5)
+    tap.ok(lst is not None, "driver loaded: the next rescan advertises all 10 HCAs", c.log())
+    tap.ok(os.path.exists(spec) and "mlx5_0" in spec_names(spec)[1],
+           "and the spec defines them before they are advertised")
+    resp = c.kubelet.plugin_stub().Allocate(alloc(c.kubelet.pb, ["0000:1a:00.0"]))
+    tap.ok([d.name for d in resp.container_responses[0].cdi_devices] ==
+           ["rdma.example/hca=mlx5_0"], "Allocate works on the late device")
+
+
 def sc_sigterm(c):
     tap = c.tap
     b, stream, _ = c.up()
@@ -697,6 +717,7 @@ SCENARIOS = {
     "sighup": sc_sighup,
     "rescan": sc_rescan,
     "rescan-off": sc_rescan_off,
+    "late-driver": sc_late_driver,
     "sigterm": sc_sigterm,
     "kubelet-absent": sc_kubelet_absent,
     "register-refused": sc_register_refused,
