@@ -32,6 +32,10 @@ const char *cdi_device_name_problem(const char *name);
  */
 const char *cdi_min_version_why(const cJSON *spec, char *why, size_t whylen);
 
+/* Sorts v (n strings) and returns the first string that occurs twice, or NULL. Keeps
+ * duplicate checks O(n log n) on hostile sizes. */
+const char *cdi_sorted_duplicate(const char **v, size_t n);
+
 /* True when the YAML emitter may write s as a plain scalar: every YAML 1.1 and 1.2
  * reader (PyYAML, go-yaml v2/v3, libyaml) takes it back as this same string. */
 bool cdi_yaml_plain_is_safe(const char *s);

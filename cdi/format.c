@@ -501,15 +501,11 @@ static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *
 	return 0;
 }
 
-static int cmp_strp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* The first key of obj that appears twice: pairwise when small, sorted when large. */
 static int duplicate_key(const cJSON *obj, const char **ret_key)
 {
 	_cleanup_free_ const char **keys = NULL;
+	const char *dup;
 	const cJSON *c, *d;
 	size_t n = 0, i = 0;
 
@@ -531,13 +527,11 @@ static int duplicate_key(const cJSON *obj, const char **ret_key)
 		return -ENOMEM;
 	cJSON_ArrayForEach (c, obj)
 		keys[i++] = c->string;
-	qsort(keys, n, sizeof(*keys), cmp_strp);
-	for (i = 1; i < n; i++)
-		if (strcmp(keys[i - 1], keys[i]) == 0) {
-			*ret_key = keys[i];
-			return 1;
-		}
-	return 0;
+	dup = cdi_sorted_duplicate(keys, n);
+	if (!dup)
+		return 0;
+	*ret_key = dup;
+	return 1;
 }
 
 /* cJSON keeps both members of a duplicated key; the Go readers refuse the document. */

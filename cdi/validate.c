@@ -426,6 +426,17 @@ static int cmp_strp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+const char *cdi_sorted_duplicate(const char **v, size_t n)
+{
+	if (n < 2)
+		return NULL;
+	qsort(v, n, sizeof(*v), cmp_strp);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			return v[i];
+	return NULL;
+}
+
 /*
  * Duplicate keys (cJSON keeps both; the Go libraries refuse them) and keys outside
  * allowed (NULL: any key). Runs in O(n log n) because annotations may be large.
@@ -435,6 +446,7 @@ static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allow
 {
 	_cleanup_free_ const char **keys = NULL;
 	bool seen[16] = {};
+	const char *dup;
 	const cJSON *c;
 	size_t n = 0;
 
@@ -468,12 +480,11 @@ static int check_keys(struct vctx *v, const cJSON *obj, const char *const *allow
 	n = 0;
 	cJSON_ArrayForEach (c, obj)
 		keys[n++] = c->string;
-	qsort(keys, n, sizeof(*keys), cmp_strp);
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(keys[i - 1], keys[i]) == 0) {
-			push_input_key(v, keys[i]);
-			return fail(v, "duplicate field");
-		}
+	dup = cdi_sorted_duplicate(keys, n);
+	if (dup) {
+		push_input_key(v, dup);
+		return fail(v, "duplicate field");
+	}
 	return 0;
 }
 
@@ -795,7 +806,7 @@ static int find_duplicate(const cJSON *arr, const char *key, const char **ret_va
 {
 	_cleanup_free_ const char **values = NULL;
 	size_t n = (size_t)cJSON_GetArraySize(arr), i = 0, seen = 0;
-	const char *dup = NULL;
+	const char *dup;
 	const cJSON *item;
 
 	if (n < 2)
@@ -805,10 +816,7 @@ static int find_duplicate(const cJSON *arr, const char *key, const char **ret_va
 		return -ENOMEM;
 	cJSON_ArrayForEach (item, arr)
 		values[i++] = cJSON_GetObjectItemCaseSensitive(item, key)->valuestring;
-	qsort(values, n, sizeof(*values), cmp_strp);
-	for (i = 1; i < n && !dup; i++)
-		if (strcmp(values[i - 1], values[i]) == 0)
-			dup = values[i];
+	dup = cdi_sorted_duplicate(values, n);
 	if (!dup)
 		return 0;
 	i = 0;
