@@ -28,9 +28,11 @@ static const char *symlink_or_other(int r)
 /*
  * Whose file dirfd/name is. ret_st gets the identity of the file judged (st_ino 0 when
  * absent), so the write or removal that follows can refuse a file swapped in meanwhile.
+ * A file holding exactly ours (the spec about to be written) is ours without parsing it:
+ * the steady state of a rescan.
  */
 static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const char *kind,
-		      enum owner *ret, struct stat *ret_st)
+		      const char *ours, size_t ours_len, enum owner *ret, struct stat *ret_st)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
@@ -63,6 +65,10 @@ static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const ch
 	}
 	if (r < 0)
 		return r;
+	if (ours && len == ours_len && memcmp(buf, ours, len) == 0) {
+		*ret = OWNER_US;
+		return 0;
+	}
 	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
 	*ret = r >= 0 && spec_is_ours(spec, kind) ? OWNER_US : OWNER_OTHER;
 	return 0;
@@ -177,7 +183,7 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 			snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
 			return r;
 		}
-		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, &owner,
+		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, buf, len, &owner,
 			       &name_st);
 		if (r >= 0 && owner == OWNER_OTHER) {
 			snprintf(
@@ -187,7 +193,7 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 			return -EEXIST;
 		}
 		if (r >= 0)
-			r = file_owner(dirfd, other, other_fmt, kind_item->valuestring,
+			r = file_owner(dirfd, other, other_fmt, kind_item->valuestring, NULL, 0,
 				       &other_owner, &other_st);
 		if (r < 0) {
 			snprintf(err, errlen, "%s: %s", dir, strerror(-r));
@@ -205,8 +211,8 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 	/* Only the file judged ours above (or still no file) is replaced. */
 	r = cdi_write_file_atomic_expect(dir, name, buf, len, &name_st);
 	if (r == -EEXIST) {
-		snprintf(err, errlen, "%s changed while rdma-cdi was writing it, refusing to replace it",
-			 path);
+		snprintf(err, errlen,
+			 "%s changed while rdma-cdi was writing it, refusing to replace it", path);
 		return r;
 	}
 	if (r < 0) {
