@@ -1,357 +1,377 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bridge_run(): the control thread of `rdma-cdi bridge`.
+ * bridge_run(): the daemon of `rdma-cdi bridge`, on one sd-event loop.
  *
- * It owns discovery, the spec file and the lifecycle: it serves our socket, registers
- * with the kubelet once serving, and reacts to
- *   - signals (signalfd): SIGTERM/SIGINT stop, SIGHUP rescans and resends the list;
- *   - the plugin directory (a libinotifytools watch whose descriptor sits in the same
- *     poll(); events are read from it directly, without blocking):
- *     kubelet.sock created -> register; our socket deleted -> serve again and register
- *     (a kubelet restart deletes every socket there, then creates kubelet.sock);
- *   - the end of a Register call (eventfd from the gRPC thread) and a retry timer;
- *   - the periodic health rescan (timerfd).
- * Everything else sleeps in poll(): an idle bridge wakes once per rescan period.
+ * It owns the spec file and the lifecycle, and wires the parts together:
+ *   - the Sysfs Watcher (discovery/follow.h) hands it every new scan: hotplug through
+ *     inotify on <dev-root>/infiniband, the periodic rescan, SIGHUP;
+ *   - one plugin (plugin.h) per pool: its socket, registration and device table;
+ *   - the plugin directory (libinotifytools, common/loop.h): kubelet.sock created ->
+ *     register; one of our sockets deleted -> serve again and register (a kubelet
+ *     restart deletes every socket there, then creates kubelet.sock);
+ *   - signals (sd-event signal sources): SIGTERM/SIGINT stop, SIGHUP rescans and resends.
+ *
+ * Order of a change: devices that leave, and every health change, are published first
+ * (the table is built from the new scan but only with devices the spec on disk
+ * defines); then the spec is written; then devices that arrive are advertised. When the
+ * spec cannot be written, removals and health still reach the kubelet, the error is
+ * logged with its fix, and the write is retried.
  */
-#include <dirent.h>
-#include <fcntl.h>
 #include <malloc.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/inotify.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <sys/un.h>
 
-#include <inotifytools/inotifytools.h>
+#include <systemd/sd-daemon.h>
 
-#include "server.h"
+#include "follow.h"
+#include "plugin.h"
 
-#define RETRY_MIN_MS 20
-#define RETRY_MAX_MS 5000
+#define SPEC_RETRY_MIN_MS 1000
+#define SPEC_RETRY_MAX_MS 30000
+#define EXIT_WAIT_USEC (3 * 1000000ULL) /* for server shutdowns to complete at exit */
 
-/* What an inotify event in the plugin directory means for us. */
-enum {
-	EV_NONE,
-	EV_KUBELET,  /* kubelet.sock created or moved in */
-	EV_OURS,     /* our socket deleted or moved away */
-	EV_RECHECK,  /* queue overflow: check everything */
-	EV_DIR_GONE, /* the plugin directory itself went away */
+struct pool {
+	char *resource, *socket_name;
+	struct dp_table_options topts;
+	struct dp_plugin *plugin;
 };
 
 struct bridge {
 	const struct bridge_options *o;
-	char *plugin_dir, *socket_path, *kubelet_path;
-	struct dp_table_options topts;
-	struct dp_server *srv;
-	int sig_fd, notify_fd, retry_fd, rescan_fd;
-	int inotify_fd; /* libinotifytools' own; not ours to close */
-	bool inotify_inited;
-	/* registration state */
-	bool registered, in_flight, want_register, waiting_logged;
-	/* kubelet.sock of the last Register attempt: inode and ctime (inodes get reused) */
-	ino_t reg_ino;
-	struct timespec reg_ctime;
-	unsigned retry_ms;
+	sd_event *loop;
+	struct mailbox *mb;
+	struct fswatch *fw;
+	struct gc_runtime *rt;
+	struct disc_follow *follow;
+	char *plugin_dir;
+	int dir_watch;
+	struct pool *pools;
+	size_t n_pools;
+	/* The spec we last wrote or found up to date: the names that resolve right now. */
+	cJSON *spec_on_disk;
+	sd_event_source *spec_retry;
+	unsigned spec_retry_ms;
+	bool spec_failing, first_done, force_next, stopping;
+	sd_event_source *stop_tick;
+	uint64_t stop_until;
+	int exit_code;
 };
 
-static int classify(const struct inotify_event *ev)
+/* ---- names ------------------------------------------------------------------------------ */
+
+/*
+ * The socket of a pool: "rdma-cdi_" + the resource name with '/' as '_' + ".sock"
+ * ("rdma-cdi_rdma.example_hca.sock"). A DNS domain has no '_', so distinct resources
+ * get distinct names. A name too long for a socket path ends in a hash instead.
+ */
+static char *pool_socket_name(const char *plugin_dir, const char *resource)
 {
-	if (ev->mask & IN_Q_OVERFLOW)
-		return EV_RECHECK;
-	if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED))
-		return EV_DIR_GONE;
-	if (ev->len > 0 && strcmp(ev->name, BRIDGE_KUBELET_SOCKET) == 0 &&
-	    (ev->mask & (IN_CREATE | IN_MOVED_TO)))
-		return EV_KUBELET;
-	if (ev->len > 0 && strcmp(ev->name, BRIDGE_SOCKET_NAME) == 0 &&
-	    (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
-		return EV_OURS;
-	return EV_NONE;
+	struct sockaddr_un sa;
+	char *name = strdup_printf("rdma-cdi_%s.sock", resource);
+
+	if (!name)
+		return NULL;
+	for (char *c = name; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	if (strlen(plugin_dir) + 1 + strlen(name) >= sizeof(sa.sun_path)) {
+		uint64_t h = dp_hash64(resource, strlen(resource), DP_HASH_INIT);
+
+		free(name);
+		name = strdup_printf("rdma-cdi_%016llx.sock", (unsigned long long)h);
+	}
+	return name;
 }
 
-/* The inotify descriptors of this process, from /proc/self/fd. */
-static int list_inotify_fds(int *fds, size_t max, size_t *ret_n)
+/* ---- applying a scan ---------------------------------------------------------------------- */
+
+static void publish_all(struct bridge *b, const struct disc_node *node, const cJSON *spec,
+			bool force)
 {
-	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	size_t n = 0;
+	for (size_t i = 0; i < b->n_pools; i++) {
+		struct pool *p = &b->pools[i];
+		struct dp_table *t = NULL;
+		int r;
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		char target[64];
-		ssize_t l = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-
-		if (l < 0)
+		r = dp_table_build(node, spec, &p->topts, &t);
+		if (r < 0) {
+			log_error_errno(r, "%s: building the device table failed", p->resource);
 			continue;
-		target[l] = '\0';
-		if (strcmp(target, "anon_inode:inotify") == 0 && n < max)
-			fds[n++] = atoi(de->d_name);
+		}
+		if (t->n_skipped > 0)
+			log_warning("%s: %zu device(s) left out: their device ID collides with "
+				    "another's",
+				    p->resource, t->n_skipped);
+		r = dp_plugin_publish(p->plugin, t, force);
+		if (r < 0)
+			log_error_errno(r, "%s: publishing the device list failed", p->resource);
 	}
-	*ret_n = n;
+}
+
+static void apply(struct bridge *b, const struct disc_node *node, bool force);
+static void begin_stop(struct bridge *b, int exit_code);
+
+static int on_spec_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct bridge *b = userdata;
+
+	b->spec_retry = sd_event_source_disable_unref(b->spec_retry);
+	if (disc_follow_node(b->follow))
+		apply(b, disc_follow_node(b->follow), false);
 	return 0;
 }
 
-static int watch_start(struct bridge *b)
+static void schedule_spec_retry(struct bridge *b)
 {
-	int before[64], after[64];
-	size_t n_before = 0, n_after = 0;
 	int r;
 
-	/* libinotifytools keeps its descriptor to itself and its next_event() blocks for a
-	 * timeout of 0 too; we want the descriptor in our poll() (one control thread,
-	 * nothing to cancel at exit). It is the inotify descriptor that appears across
-	 * inotifytools_initialize(). */
-	r = list_inotify_fds(before, ELEMENTSOF(before), &n_before);
+	if (b->spec_retry)
+		return;
+	r = sd_event_add_time_relative(b->loop, &b->spec_retry, CLOCK_MONOTONIC,
+				       (uint64_t)b->spec_retry_ms * 1000, 10000, on_spec_retry, b);
 	if (r < 0)
-		return log_error_errno(r, "cannot list /proc/self/fd");
-	if (!inotifytools_initialize())
-		return log_error_errno(-inotifytools_error(), "inotify initialisation failed");
-	b->inotify_inited = true;
-	r = list_inotify_fds(after, ELEMENTSOF(after), &n_after);
-	if (r < 0)
-		return log_error_errno(r, "cannot list /proc/self/fd");
-	for (size_t i = 0; i < n_after && b->inotify_fd < 0; i++) {
-		bool old = false;
-
-		for (size_t j = 0; j < n_before; j++)
-			old |= before[j] == after[i];
-		if (!old)
-			b->inotify_fd = after[i];
-	}
-	if (b->inotify_fd < 0)
-		return log_error_errno(-EBADF,
-				       "cannot find the inotify descriptor of libinotifytools");
-	if (fcntl(b->inotify_fd, F_SETFD, FD_CLOEXEC) < 0 ||
-	    fcntl(b->inotify_fd, F_SETFL, fcntl(b->inotify_fd, F_GETFL) | O_NONBLOCK) < 0)
-		return log_error_errno(-errno, "cannot set up the inotify descriptor");
-	if (!inotifytools_watch_file(b->plugin_dir, IN_CREATE | IN_MOVED_TO | IN_DELETE |
-							IN_MOVED_FROM | IN_DELETE_SELF |
-							IN_MOVE_SELF | IN_ONLYDIR))
-		return log_error_errno(-inotifytools_error(), "cannot watch %s", b->plugin_dir);
-	return 0;
+		log_error_errno(r, "arming the spec write retry failed");
+	b->spec_retry_ms =
+	    b->spec_retry_ms * 2 > SPEC_RETRY_MAX_MS ? SPEC_RETRY_MAX_MS : b->spec_retry_ms * 2;
 }
 
-/* Drains the inotify descriptor; *what gets a bit per EV_* seen. */
-static int read_events(struct bridge *b, int *what)
-{
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-
-	for (;;) {
-		ssize_t n = read(b->inotify_fd, buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0)
-			return log_error_errno(n < 0 ? -errno : -EIO,
-					       "reading inotify events failed");
-		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			*what |= 1 << classify(ev);
-			p += sizeof(*ev) + ev->len;
-		}
-	}
-}
-
-static void watch_stop(struct bridge *b)
-{
-	if (b->inotify_inited)
-		inotifytools_cleanup();
-}
-
-/* ---- discovery, spec, table ----------------------------------------------------- */
-
-static int rescan(struct bridge *b, bool force, bool first)
+/* Writes spec; true when it is on disk (written or already up to date). */
+static bool write_spec(struct bridge *b, const cJSON *spec, size_t n_usable)
 {
 	const struct bridge_options *o = b->o;
+	const char *dir = o->spec_dir ? o->spec_dir : SPEC_DEFAULT_DIR;
 	struct spec_write_options wo = {.spec_dir = o->spec_dir, .format = CDI_FORMAT_JSON};
-	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_free_ char *path = NULL;
-	struct disc_node *node = NULL;
-	struct dp_table *t = NULL;
+	char err[512] = "";
 	bool changed = false;
 	int r;
 
-	r = disc_scan(&o->disc, &node);
-	if (r < 0)
-		return log_error_errno(r, "scanning %s failed",
-				       o->disc.sysfs_root ? o->disc.sysfs_root : "/sys");
+	r = spec_write(spec, &wo, &path, &changed, err, sizeof(err));
+	if (r < 0) {
+		log_error("writing the CDI spec into %s failed: %s; %s. Health and removals still "
+			  "reach the kubelet; new devices wait for the spec; retrying in %u s",
+			  dir, err[0] ? err : strerror(-r),
+			  r == -EEXIST	 ? "move the file that is in the way"
+			  : r == -ENOSPC ? "free space in the file system"
+			  : r == -EROFS	 ? "make the spec dir writable"
+			  : r == -EACCES ? "run as root or fix the dir's permissions"
+					 : "fix the cause",
+			  b->spec_retry_ms / 1000);
+		b->spec_failing = true;
+		schedule_spec_retry(b);
+		return false;
+	}
+	if (b->spec_failing)
+		log_info("CDI spec %s written again after failures", path);
+	else if (changed || !b->first_done)
+		log_info("CDI spec %s %s (%zu usable devices)", path,
+			 changed ? "written" : "up to date", n_usable);
+	b->spec_failing = false;
+	b->spec_retry_ms = SPEC_RETRY_MIN_MS;
+	b->spec_retry = sd_event_source_disable_unref(b->spec_retry);
+	return true;
+}
+
+static void apply(struct bridge *b, const struct disc_node *node, bool force)
+{
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	bool on_disk = false;
+	int r;
+
+	force |= b->force_next;
+	b->force_next = false;
+	r = spec_build(node, &b->o->spec, &spec);
+	if (r < 0 && r != -ENODEV) {
+		log_error_errno(r, "building the CDI spec failed");
+		return;
+	}
+	/* Removals and health first, against the names that resolve now. */
+	if (b->spec_on_disk)
+		publish_all(b, node, b->spec_on_disk, false);
+	if (r == -ENODEV) {
+		if (!b->first_done || disc_node_count_usable(node) == 0)
+			log_warning("no usable RDMA device found: advertising none, CDI spec left "
+				    "as is");
+		if (!b->spec_on_disk) {
+			_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
+
+			if (none)
+				publish_all(b, node, none, force);
+		} else if (force) {
+			publish_all(b, node, b->spec_on_disk, true);
+		}
+		b->first_done = true;
+		return;
+	}
+	on_disk = write_spec(b, spec, disc_node_count_usable(node));
+	if (on_disk) {
+		cJSON_Delete(b->spec_on_disk);
+		b->spec_on_disk = TAKE_PTR(spec);
+		publish_all(b, node, b->spec_on_disk, force);
+	} else if (!b->spec_on_disk) {
+		_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
+
+		if (none)
+			publish_all(b, node, none, force);
+	} else if (force) {
+		publish_all(b, node, b->spec_on_disk, true);
+	}
+	b->first_done = true;
+	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
+	malloc_trim(0);
+}
+
+static void log_change(void *userdata, enum disc_change what, const struct disc_device *d,
+		       const char *reason)
+{
+	const char *pci = d->pci[0] ? d->pci : "no PCI address";
+
+	switch (what) {
+	case DISC_ADDED:
+		log_info("%s (%s): added, %s", d->name, pci, reason);
+		break;
+	case DISC_REMOVED:
+		log_info("%s (%s): removed: %s", d->name, pci, reason);
+		break;
+	case DISC_UNHEALTHY:
+		log_warning("%s (%s): Unhealthy: %s", d->name, pci, reason);
+		break;
+	case DISC_HEALTHY:
+		log_info("%s (%s): Healthy again", d->name, pci);
+		break;
+	}
+}
+
+static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,
+		    int error, enum disc_follow_reason reason)
+{
+	struct bridge *b = userdata;
+	bool loud = reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST;
+
+	if (error < 0 && !b->first_done) {
+		begin_stop(b, error); /* the first scan must work */
+		return;
+	}
+	if (error < 0 || !node)
+		return; /* logged; the last good state stays in force */
 	for (size_t i = 0; i < node->n_problems; i++) {
-		if (first || force)
+		if (loud)
 			log_warning("%s", node->problems[i]);
 		else
 			log_debug("%s", node->problems[i]);
 	}
-
-	r = spec_build(node, &o->spec, &spec);
-	if (r == -ENODEV) {
-		log_warning("no usable RDMA device found: advertising none, CDI spec left as is");
-	} else if (r < 0) {
-		log_error_errno(r, "building the CDI spec failed");
-		goto out;
-	} else {
-		char err[512] = "";
-
-		r = spec_write(spec, &wo, &path, &changed, err, sizeof(err));
-		if (r < 0) {
-			log_error_errno(r, "writing the CDI spec into %s failed: %s",
-					o->spec_dir ? o->spec_dir : SPEC_DEFAULT_DIR, err);
-			goto out;
-		}
-		if (changed || first)
-			log_info("CDI spec %s %s (%zu usable devices)", path,
-				 changed ? "written" : "up to date", disc_node_count_usable(node));
-	}
-
-	/* The table only holds devices the spec just written defines. */
-	r = dp_table_build(node, spec, &b->topts, &t);
-	if (r < 0) {
-		log_error_errno(r, "building the device table failed");
-		goto out;
-	}
-	if (t->n_skipped > 0)
-		log_warning("%zu device(s) left out: their device ID collides with another's",
-			    t->n_skipped);
-	/* Transients go before anything long-lived is allocated (the packed list). */
-	disc_node_free(TAKE_PTR(node));
-	cJSON_Delete(TAKE_PTR(spec));
-	r = dp_server_publish(b->srv, t, force);
-	if (r < 0)
-		log_error_errno(r, "publishing the device list failed");
-out:
-	disc_node_free(node);
-	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
-	malloc_trim(0);
-	return r < 0 ? r : 0;
+	if (prev)
+		disc_node_changes(prev, node, log_change, b);
+	apply(b, node, reason == DISC_FOLLOW_REQUEST);
 }
 
-/* ---- registration --------------------------------------------------------------- */
+/* ---- the plugin directory ------------------------------------------------------------------ */
 
-static void arm_timer_ms(int fd, unsigned ms)
+static bool is_our_socket(struct bridge *b, const char *name)
 {
-	struct itimerspec its = {
-	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000},
-	};
-
-	if (timerfd_settime(fd, 0, &its, NULL) < 0)
-		log_error("arming a timer failed: %m");
+	for (size_t i = 0; i < b->n_pools; i++)
+		if (strcmp(b->pools[i].socket_name, name) == 0)
+			return true;
+	return false;
 }
 
-static void schedule_retry(struct bridge *b)
+static void on_plugin_dir(void *userdata, uint32_t mask, const char *name)
 {
-	log_info("retrying registration in %u ms", b->retry_ms);
-	arm_timer_ms(b->retry_fd, b->retry_ms);
-	b->retry_ms = b->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : b->retry_ms * 2;
-}
+	struct bridge *b = userdata;
+	bool kubelet = false;
 
-/* Starts a Register call when kubelet.sock is there; restart = even if that kubelet
- * already has us (a new server instance needs a new registration). */
-static void try_register(struct bridge *b, bool restart)
-{
-	struct stat st;
-	int r;
-
-	r = lstat(b->kubelet_path, &st) < 0 ? -errno : S_ISSOCK(st.st_mode) ? 0 : -ENOTSOCK;
-	if (r < 0) {
-		if (!b->waiting_logged)
-			log_info("waiting for the kubelet: %s %s", b->kubelet_path,
-				 r == -ENOENT	  ? "does not exist yet"
-				 : r == -ENOTSOCK ? "is not a socket"
-						  : strerror(-r));
-		b->waiting_logged = true;
-		b->registered = false;
+	if (b->stopping)
+		return;
+	if (mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED)) {
+		log_error("plugin directory %s went away: exiting so the supervisor restarts us",
+			  b->plugin_dir);
+		begin_stop(b, -ENOENT);
 		return;
 	}
-	b->waiting_logged = false;
-	if (!restart && st.st_ino == b->reg_ino && st.st_ctim.tv_sec == b->reg_ctime.tv_sec &&
-	    st.st_ctim.tv_nsec == b->reg_ctime.tv_nsec &&
-	    (b->registered || b->in_flight || b->want_register))
-		return; /* this kubelet has us, or an attempt on it is under way */
-	r = dp_server_register(b->srv);
-	if (r == -EBUSY) {
-		/* An attempt towards an older socket is in flight: replace it. */
-		b->want_register = true;
-		b->reg_ino = st.st_ino;
-		b->reg_ctime = st.st_ctim;
-		dp_server_register_cancel(b->srv);
+	if (mask & IN_Q_OVERFLOW)
+		kubelet = true;
+	else if (strcmp(name, BRIDGE_KUBELET_SOCKET) == 0 && (mask & (IN_CREATE | IN_MOVED_TO)))
+		kubelet = true;
+	else if (!is_our_socket(b, name) || !(mask & (IN_DELETE | IN_MOVED_FROM)))
 		return;
-	}
-	b->registered = false;
-	b->want_register = false;
-	b->in_flight = r == 0;
-	b->reg_ino = st.st_ino;
-	b->reg_ctime = st.st_ctim;
-	if (r < 0) {
-		log_error_errno(r, "starting the Register call failed");
-		schedule_retry(b);
-	}
+	for (size_t i = 0; i < b->n_pools; i++)
+		dp_plugin_reconcile(b->pools[i].plugin, kubelet);
 }
 
-static void on_register_done(struct bridge *b)
+static void on_plugin_failed(void *userdata, struct dp_plugin *p, int error)
 {
-	int r = dp_server_register_result(b->srv);
+	struct bridge *b = userdata;
 
-	b->in_flight = false;
-	if (b->want_register) {
-		b->want_register = false;
-		try_register(b, true);
-		return;
-	}
-	if (r > 0) {
-		b->registered = true;
-		b->retry_ms = RETRY_MIN_MS;
-	} else if (r < 0) {
-		b->registered = false;
-		schedule_retry(b);
-	}
+	begin_stop(b, error);
 }
 
-static int serve(struct bridge *b)
+/* ---- stopping -------------------------------------------------------------------------------- */
+
+/*
+ * Stopping runs on the loop: the plugins stop their servers (streams end, sockets go)
+ * and the loop exits once every gRPC instance and call is gone, or after EXIT_WAIT_USEC.
+ */
+static int on_stop_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
-	int r = dp_server_serve(b->srv);
+	struct bridge *b = userdata;
+	uint64_t now = 0;
 
-	if (r == -EADDRINUSE)
-		return log_error_errno(r, "%s answers connections: another device plugin serves it",
-				       b->socket_path);
-	if (r == -EEXIST)
-		return log_error_errno(r, "%s exists and is not a socket, refusing to replace it",
-				       b->socket_path);
-	if (r < 0)
-		return log_error_errno(r, "cannot serve on %s", b->socket_path);
-	return 0;
-}
-
-/* After an event in the plugin dir: serve again if our socket is gone, register if the
- * kubelet is (new) there. */
-static int reconcile(struct bridge *b, bool kubelet_event)
-{
-	if (!dp_server_socket_is_current(b->srv)) {
-		int r;
-
-		log_info("%s was removed (kubelet restart?): serving again", b->socket_path);
-		r = serve(b);
-		if (r < 0)
-			return r;
-		b->registered = false;
-		try_register(b, true);
+	sd_event_now(b->loop, CLOCK_MONOTONIC, &now);
+	if (gc_runtime_idle(b->rt) || now >= b->stop_until) {
+		sd_event_exit(b->loop, 0);
 		return 0;
 	}
-	if (kubelet_event) {
-		log_info("%s appeared: registering", b->kubelet_path);
-		try_register(b, false);
+	return sd_event_source_set_time_relative(s, 5000) < 0
+		   ? sd_event_exit(b->loop, 0)
+		   : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static void stop_plugins(struct bridge *b)
+{
+	for (size_t i = 0; i < b->n_pools; i++) {
+		dp_plugin_free(b->pools[i].plugin);
+		b->pools[i].plugin = NULL;
 	}
+}
+
+static void begin_stop(struct bridge *b, int exit_code)
+{
+	int r;
+
+	if (b->stopping)
+		return;
+	b->stopping = true;
+	b->exit_code = exit_code;
+	disc_follow_free(b->follow);
+	b->follow = NULL;
+	stop_plugins(b);
+	sd_event_now(b->loop, CLOCK_MONOTONIC, &b->stop_until);
+	b->stop_until += EXIT_WAIT_USEC;
+	r = sd_event_add_time_relative(b->loop, &b->stop_tick, CLOCK_MONOTONIC, 0, 1000,
+				       on_stop_tick, b);
+	if (r < 0)
+		sd_event_exit(b->loop, 0);
+}
+
+/* ---- signals -------------------------------------------------------------------------------- */
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct bridge *b = userdata;
+
+	if (si->ssi_signo == SIGHUP) {
+		log_info("SIGHUP: rescanning");
+		disc_follow_rescan(b->follow, DISC_FOLLOW_REQUEST);
+		return 0;
+	}
+	log_info("SIG%s: stopping", sigabbrev_np((int)si->ssi_signo));
+	begin_stop(b, 0);
 	return 0;
 }
 
-/* ---- setup ---------------------------------------------------------------------- */
+/* ---- setup ---------------------------------------------------------------------------------- */
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -372,7 +392,7 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-static int setup_paths(struct bridge *b)
+static int setup_plugin_dir(struct bridge *b)
 {
 	const char *dir = b->o->plugin_dir ? b->o->plugin_dir : BRIDGE_DEFAULT_PLUGIN_DIR;
 	struct sockaddr_un sa;
@@ -390,15 +410,11 @@ static int setup_paths(struct bridge *b)
 	}
 	if (!b->plugin_dir)
 		return -ENOMEM;
-	/* Trailing slashes would make "dir//rdma-cdi.sock". */
+	/* Trailing slashes would make "dir//rdma-cdi_....sock". */
 	for (size_t l = strlen(b->plugin_dir); l > 1 && b->plugin_dir[l - 1] == '/'; l--)
 		b->plugin_dir[l - 1] = '\0';
-	b->socket_path = strdup_printf("%s/%s", b->plugin_dir, BRIDGE_SOCKET_NAME);
-	b->kubelet_path = strdup_printf("%s/%s", b->plugin_dir, BRIDGE_KUBELET_SOCKET);
-	if (!b->socket_path || !b->kubelet_path)
-		return -ENOMEM;
-	if (strlen(b->socket_path) >= sizeof(sa.sun_path) ||
-	    strlen(b->kubelet_path) >= sizeof(sa.sun_path))
+	if (strlen(b->plugin_dir) + sizeof("/" BRIDGE_KUBELET_SOCKET) > sizeof(sa.sun_path) ||
+	    strlen(b->plugin_dir) + sizeof("/rdma-cdi_0123456789abcdef.sock") > sizeof(sa.sun_path))
 		return log_error_errno(-ENAMETOOLONG, "plugin directory %s: socket paths too long",
 				       b->plugin_dir);
 
@@ -435,167 +451,179 @@ static int check_options(const struct bridge_options *o)
 	return 0;
 }
 
-static void bridge_close(struct bridge *b)
+static int add_pool(struct bridge *b, const char *resource, const struct dp_table_options *t)
 {
-	watch_stop(b);
-	dp_server_free(b->srv);
-	int fds[] = {b->sig_fd, b->notify_fd, b->retry_fd, b->rescan_fd};
-
-	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	free(b->plugin_dir);
-	free(b->socket_path);
-	free(b->kubelet_path);
-}
-
-/* ---- main loop ------------------------------------------------------------------ */
-
-static int loop(struct bridge *b)
-{
-	enum { P_SIG, P_WATCH, P_NOTIFY, P_RETRY, P_RESCAN, P_N };
-	struct pollfd p[P_N] = {
-	    [P_SIG] = {.fd = b->sig_fd, .events = POLLIN},
-	    [P_WATCH] = {.fd = b->inotify_fd, .events = POLLIN},
-	    [P_NOTIFY] = {.fd = b->notify_fd, .events = POLLIN},
-	    [P_RETRY] = {.fd = b->retry_fd, .events = POLLIN},
-	    [P_RESCAN] = {.fd = b->rescan_fd, .events = POLLIN},
-	};
-	uint64_t u;
+	struct pool *pools = reallocarray(b->pools, b->n_pools + 1, sizeof(*pools));
+	struct pool *p;
 	int r;
 
-	for (;;) {
-		if (poll(p, P_N, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return log_error_errno(-errno, "poll failed");
-		}
-		if (p[P_SIG].revents) {
-			struct signalfd_siginfo si;
-
-			if (read(b->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGHUP) {
-					log_info("SIGHUP: rescanning");
-					(void)rescan(b, true, false);
-				} else {
-					log_info("SIG%s: stopping",
-						 sigabbrev_np((int)si.ssi_signo));
-					return 0;
-				}
-			}
-		}
-		if (p[P_WATCH].revents) {
-			bool kubelet = false, check = false;
-			int what = 0;
-
-			r = read_events(b, &what);
-			if (r < 0)
-				return r;
-			if (what & (1 << EV_DIR_GONE))
-				return log_error_errno(
-				    -ENOENT,
-				    "plugin directory %s went away: exiting so the "
-				    "supervisor restarts us",
-				    b->plugin_dir);
-			kubelet = what & ((1 << EV_KUBELET) | (1 << EV_RECHECK));
-			check = what & ~(1 << EV_NONE);
-			if (check) {
-				r = reconcile(b, kubelet);
-				if (r < 0)
-					return r;
-			}
-		}
-		if (p[P_NOTIFY].revents && read(b->notify_fd, &u, sizeof(u)) == sizeof(u))
-			on_register_done(b);
-		if (p[P_RETRY].revents && read(b->retry_fd, &u, sizeof(u)) == sizeof(u))
-			try_register(b, true);
-		if (p[P_RESCAN].revents && read(b->rescan_fd, &u, sizeof(u)) == sizeof(u))
-			(void)rescan(b, false, false);
+	if (!pools)
+		return -ENOMEM;
+	b->pools = pools;
+	p = &b->pools[b->n_pools];
+	*p = (struct pool){.topts = *t};
+	p->resource = strdup(resource);
+	p->socket_name = pool_socket_name(b->plugin_dir, resource);
+	if (!p->resource || !p->socket_name) {
+		free(p->resource);
+		free(p->socket_name);
+		return -ENOMEM;
 	}
+	r = dp_plugin_new(b->loop, b->rt,
+			  &(struct dp_plugin_config){
+			      .plugin_dir = b->plugin_dir,
+			      .socket_name = p->socket_name,
+			      .resource = p->resource,
+			      .failed = on_plugin_failed,
+			      .userdata = b,
+			  },
+			  &p->plugin);
+	if (r < 0) {
+		free(p->resource);
+		free(p->socket_name);
+		return r;
+	}
+	b->n_pools++;
+	return 0;
+}
+
+static int setup(struct bridge *b)
+{
+	const struct bridge_options *o = b->o;
+	int interval = o->rescan_interval == 0 ? BRIDGE_DEFAULT_RESCAN_SEC : o->rescan_interval;
+	int r;
+
+	r = setup_plugin_dir(b);
+	if (r < 0)
+		return r;
+	r = sd_event_new(&b->loop);
+	if (r < 0)
+		return log_error_errno(r, "creating the event loop failed");
+	for (int sig = SIGHUP; sig <= SIGTERM; sig++)
+		if (sig == SIGHUP || sig == SIGINT || sig == SIGTERM) {
+			r = sd_event_add_signal(b->loop, NULL, sig, on_signal, b);
+			if (r < 0)
+				return log_error_errno(r, "watching signals failed");
+		}
+	r = mailbox_new(b->loop, &b->mb);
+	if (r >= 0)
+		r = fswatch_new(b->loop, &b->fw);
+	if (r < 0)
+		return log_error_errno(r, "inotify initialisation failed");
+	r = gc_runtime_new(b->mb, &b->rt);
+	if (r < 0)
+		return log_error_errno(r, "starting gRPC failed");
+	r = add_pool(b, o->resource ? o->resource : BRIDGE_DEFAULT_RESOURCE,
+		     &(struct dp_table_options){
+			 .kind = o->spec.kind,
+			 .dev_root = o->spec.dev_root ? o->spec.dev_root : o->disc.dev_root,
+			 .shared = o->shared,
+			 .strategies = o->strategies,
+			 .with_mad = o->spec.with_mad,
+		     });
+	if (r < 0)
+		return log_error_errno(r, "creating the plugin failed");
+	/* Watch before looking at kubelet.sock, so its creation cannot slip between. */
+	r = fswatch_add(b->fw, b->plugin_dir,
+			IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
+			    IN_MOVE_SELF | IN_ONLYDIR,
+			on_plugin_dir, b);
+	if (r < 0)
+		return log_error_errno(r, "cannot watch %s", b->plugin_dir);
+	b->dir_watch = r;
+	r = disc_follow_new(b->loop, b->mb, b->fw,
+			    &(struct disc_follow_config){
+				.disc = o->disc,
+				.interval_sec = interval > 0 ? interval : 0,
+				.fn = on_scan,
+				.userdata = b,
+			    },
+			    &b->follow);
+	if (r < 0)
+		return log_error_errno(r, "starting the sysfs watcher failed");
+	return 0;
+}
+
+/* The first scan, before anything is served: the spec is on disk before any device is
+ * advertised, and a scan that fails is a start-up error. */
+static int first_scan(struct bridge *b)
+{
+	while (!b->first_done && !b->stopping) {
+		int r = sd_event_run(b->loop, UINT64_MAX);
+
+		if (r < 0)
+			return log_error_errno(r, "event loop failed");
+	}
+	return b->stopping ? 1 : 0; /* 1: stopping (a signal, a failed first scan) */
+}
+
+static void teardown(struct bridge *b)
+{
+	disc_follow_free(b->follow);
+	stop_plugins(b);
+	for (size_t i = 0; i < b->n_pools; i++) {
+		free(b->pools[i].resource);
+		free(b->pools[i].socket_name);
+	}
+	free(b->pools);
+	if (b->rt && !gc_runtime_idle(b->rt)) {
+		/* The completion-queue thread may still post: leave the rest to exit. */
+		gc_runtime_free(b->rt);
+		return;
+	}
+	gc_runtime_free(b->rt);
+	if (b->dir_watch > 0)
+		fswatch_remove(b->fw, b->dir_watch);
+	fswatch_free(b->fw);
+	mailbox_free(b->mb);
+	sd_event_source_disable_unref(b->spec_retry);
+	sd_event_source_disable_unref(b->stop_tick);
+	sd_event_unref(b->loop);
+	cJSON_Delete(b->spec_on_disk);
+	free(b->plugin_dir);
 }
 
 int bridge_run(const struct bridge_options *o)
 {
-	struct bridge b = {
-	    .o = o,
-	    .sig_fd = -1,
-	    .notify_fd = -1,
-	    .retry_fd = -1,
-	    .rescan_fd = -1,
-	    .inotify_fd = -1,
-	    .retry_ms = RETRY_MIN_MS,
-	};
-	int interval = o->rescan_interval == 0 ? BRIDGE_DEFAULT_RESCAN_SEC : o->rescan_interval;
+	struct bridge b = {.o = o, .spec_retry_ms = SPEC_RETRY_MIN_MS};
 	sigset_t mask, old_mask;
 	int r;
 
 	r = check_options(o);
 	if (r < 0)
 		return r;
-	b.topts = (struct dp_table_options){
-	    .kind = o->spec.kind,
-	    .dev_root = o->spec.dev_root ? o->spec.dev_root : o->disc.dev_root,
-	    .shared = o->shared,
-	    .strategies = o->strategies,
-	    .with_mad = o->spec.with_mad,
-	};
-
-	/* Blocked before any thread exists (gRPC starts its own), so only signalfd sees them. */
+	/* Blocked before any thread exists (gRPC and the watchers start their own), so only
+	 * the loop's signal sources see them. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGPIPE);
+	sigaddset(&mask, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
 	sigdelset(&mask, SIGPIPE);
+	sigdelset(&mask, SIGUSR1);
 
-	r = setup_paths(&b);
+	r = setup(&b);
 	if (r < 0)
 		goto out;
-	b.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	b.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	b.retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	b.rescan_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (b.sig_fd < 0 || b.notify_fd < 0 || b.retry_fd < 0 || b.rescan_fd < 0) {
-		r = log_error_errno(-errno, "creating event descriptors failed");
+	r = first_scan(&b);
+	if (r < 0)
 		goto out;
+	for (size_t i = 0; r == 0 && i < b.n_pools; i++) {
+		r = dp_plugin_start(b.pools[i].plugin);
+		if (r < 0)
+			begin_stop(&b, r);
 	}
-
-	r = dp_server_new(
-	    &(struct dp_server_config){
-		.socket_path = b.socket_path,
-		.kubelet_path = b.kubelet_path,
-		.endpoint = BRIDGE_SOCKET_NAME,
-		.resource = o->resource ? o->resource : BRIDGE_DEFAULT_RESOURCE,
-		.notify_fd = b.notify_fd,
-	    },
-	    &b.srv);
-	if (r < 0) {
-		log_error_errno(r, "starting gRPC failed");
-		goto out;
-	}
-	/* The spec is on disk before any device is advertised. */
-	r = rescan(&b, false, true);
+	if (!b.stopping)
+		(void)sd_notify(0, "READY=1");
+	r = sd_event_loop(b.loop);
 	if (r < 0)
-		goto out;
-	/* Watch before looking at kubelet.sock, so its creation cannot slip between. */
-	r = watch_start(&b);
-	if (r < 0)
-		goto out;
-	r = serve(&b);
-	if (r < 0)
-		goto out;
-	try_register(&b, true);
-	if (interval > 0) {
-		struct itimerspec its = {.it_value = {.tv_sec = interval},
-					 .it_interval = {.tv_sec = interval}};
-
-		timerfd_settime(b.rescan_fd, 0, &its, NULL);
-	}
-
-	r = loop(&b);
+		log_error_errno(r, "event loop failed");
+	else
+		r = b.exit_code;
 out:
-	bridge_close(&b);
+	teardown(&b);
 	/* SIGTERM, SIGINT and SIGHUP stay blocked: one that arrived after the one we acted
 	 * on (SIGTERM and SIGINT together, a second Ctrl-C) would otherwise be delivered
 	 * here and kill a cleanly stopped process. */

@@ -15,9 +15,8 @@
 
 #define BRIDGE_DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define BRIDGE_DEFAULT_RESOURCE "rdma.example/hca"
-#define BRIDGE_SOCKET_NAME "rdma-cdi.sock"
 #define BRIDGE_KUBELET_SOCKET "kubelet.sock"
-#define BRIDGE_DEFAULT_RESCAN_SEC 60
+#define BRIDGE_DEFAULT_RESCAN_SEC 5
 #define BRIDGE_SHARED_MAX 1000
 
 enum bridge_strategy {

@@ -500,7 +500,7 @@ static void bench_node(const char *name, const char *profile, unsigned devices, 
 	}
 	snprintf(plugins, sizeof(plugins), "%s/plugins", work);
 	mkdir(plugins, 0750);
-	snprintf(sock, sizeof(sock), "%s/rdma-cdi.sock", plugins);
+	snprintf(sock, sizeof(sock), "%s/rdma-cdi_rdma.example_hca.sock", plugins);
 	snprintf(ksock, sizeof(ksock), "%s/kubelet.sock", plugins);
 	if (registration && !regsrv_start(&reg, ksock, cq)) {
 		printf("cannot serve %s\n", ksock);

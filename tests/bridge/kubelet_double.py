@@ -27,6 +27,12 @@ from concurrent import futures
 import grpc
 
 PYTHON = "/usr/bin/python3"
+# The socket of resource rdma.example/hca: "rdma-cdi_" + resource with "/" as "_" + ".sock".
+DEFAULT_SOCKET = "rdma-cdi_rdma.example_hca.sock"
+
+
+def socket_name(resource):
+    return "rdma-cdi_" + resource.replace("/", "_") + ".sock"
 _pb = None
 
 
@@ -182,7 +188,7 @@ class Kubelet:
         with self.cond:
             return self.streams[-1] if self.streams else None
 
-    def plugin_stub(self, endpoint="rdma-cdi.sock"):
+    def plugin_stub(self, endpoint=DEFAULT_SOCKET):
         ch = grpc.insecure_channel("unix:" + os.path.join(self.plugin_dir, endpoint),
                                    options=[("grpc.max_send_message_length", 64 << 20)])
         grpc.channel_ready_future(ch).result(timeout=10)
@@ -212,7 +218,7 @@ class Bridge:
         return self
 
     def socket(self):
-        return os.path.join(self.plugin_dir, "rdma-cdi.sock")
+        return os.path.join(self.plugin_dir, DEFAULT_SOCKET)
 
     def log_text(self):
         with open(self.log_path) as f:

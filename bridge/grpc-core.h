@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gRPC core plumbing for the daemons, protocol-agnostic: one completion queue drained by
+ * one thread, tags, server instances on unix sockets with their lifecycle, server
+ * streams that always carry the latest published message, and unary client calls.
+ *
+ * Threads: gc_*() functions are called from the loop thread. Unary handlers run on the
+ * completion-queue thread (so calls are answered while the loop is busy); every other
+ * callback (server stopped, client call finished) runs on the loop thread, through the
+ * mailbox. Nothing here blocks the loop: stopping a server returns at once and its
+ * grpc_server is destroyed on the loop thread when its shutdown completes.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <grpc/grpc.h>
+
+#include "loop.h"
+
+#define GC_METHODS_MAX 8
+#define GC_STREAMS_MAX 16 /* concurrent streams per server; a kubelet needs one */
+
+struct gc_runtime;
+struct gc_server;
+struct gc_client_call;
+
+/* grpc_init() and the completion-queue thread; callbacks reach the loop through mb. */
+int gc_runtime_new(struct mailbox *mb, struct gc_runtime **ret);
+/* True when no server instance or client call is alive (all shutdowns completed). */
+bool gc_runtime_idle(struct gc_runtime *rt);
+/* Shuts the queue down, joins the thread, grpc_shutdown(). Servers and calls still
+ * alive are abandoned (leaked, not freed) rather than destroyed under a running call.
+ * Accepts NULL. */
+void gc_runtime_free(struct gc_runtime *rt);
+
+struct gc_method {
+	const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
+	bool streaming;	  /* server streaming of published messages (ListAndWatch) */
+};
+
+/*
+ * Answers one unary call, on the completion-queue thread; must not block. request is
+ * the payload (NULL for an empty message). Returns the status; on GRPC_STATUS_OK *reply
+ * (owned by the caller afterwards) is the answer, else details (NUL-terminated) says why.
+ */
+typedef grpc_status_code (*gc_unary_fn)(void *userdata, unsigned method, grpc_byte_buffer *request,
+					grpc_byte_buffer **reply, char *details,
+					size_t details_len);
+
+struct gc_server_config {
+	const char *socket_path; /* absolute */
+	const struct gc_method *methods;
+	size_t n_methods; /* <= GC_METHODS_MAX */
+	gc_unary_fn unary;
+	void *userdata;
+	int max_message;  /* largest request accepted, bytes */
+	const char *name; /* for log lines: the resource */
+};
+
+/*
+ * Binds socket_path (mode 0600 through the umask; removes a stale socket first; a
+ * live one gives -EADDRINUSE, a non-socket -EEXIST) and starts serving. Unknown methods
+ * are answered UNIMPLEMENTED. Strings in cfg are copied.
+ */
+int gc_server_start(struct gc_runtime *rt, const struct gc_server_config *cfg,
+		    struct gc_server **ret);
+/* True while socket_path is still the socket this instance bound. */
+bool gc_server_socket_is_current(struct gc_server *s);
+/*
+ * Every stream of a streaming method gets msg (a copy is kept for streams opened
+ * later). Returns the number of open streams of that method.
+ */
+size_t gc_server_publish(struct gc_server *s, unsigned method, const void *msg, size_t len);
+/*
+ * Stops serving: streams end, the socket is removed when it is still ours. Returns at
+ * once; done(userdata) runs on the loop thread once the instance is gone and its
+ * socket path may be bound again. s must not be used afterwards. Accepts NULL.
+ */
+void gc_server_stop(struct gc_server *s, void (*done)(void *userdata), void *userdata);
+
+/* Result of a unary client call, on the loop thread; reply NULL unless status is OK. */
+typedef void (*gc_client_fn)(void *userdata, grpc_status_code status, const char *details,
+			     grpc_byte_buffer *reply);
+
+/*
+ * Calls method on unix:target_path with request (copied) and a deadline. done runs
+ * exactly once unless the call is abandoned. Returns 0 or -errno.
+ */
+int gc_client_call(struct gc_runtime *rt, const char *target_path, const char *method,
+		   const void *request, size_t len, unsigned timeout_ms, gc_client_fn done,
+		   void *userdata, struct gc_client_call **ret);
+/* Cancels the call and drops its callback (it will not run). Accepts NULL. */
+void gc_client_abandon(struct gc_client_call *c);
+
+/* Removes a socket nobody listens on; refuses anything else (-EEXIST, -EADDRINUSE). */
+int gc_remove_stale_socket(const char *path);

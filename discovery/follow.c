@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Sysfs Watcher. A scan is a job on its own detached thread; its result comes back
+ * through the mailbox. A job that misses its deadline is orphaned: the follower forgets
+ * it, and the thread frees its result whenever it finishes. At most SCANS_STUCK_MAX
+ * orphaned jobs may still be running before no new scan is started (each may hold a
+ * thread stuck in the kernel).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "common.h"
+#include "follow.h"
+
+#define HOTPLUG_SETTLE_USEC 20000 /* coalesce the burst of nodes one HCA brings */
+#define SCANS_STUCK_MAX 4
+
+static atomic_uint scans_stuck;
+
+struct scan_job {
+	pthread_mutex_t lock;
+	struct mailbox *mb;
+	char *sysfs_root, *dev_root;
+	enum disc_follow_reason reason;
+	struct disc_node *node;
+	int error;
+	bool orphaned; /* under lock */
+	struct disc_follow *f;
+};
+
+struct disc_follow {
+	sd_event *loop;
+	struct mailbox *mb;
+	struct fswatch *fw;
+	struct disc_follow_config cfg;
+	char *ib_dir;
+	int ib_watch, dev_watch;
+	sd_event_source *settle, *periodic, *deadline;
+	struct scan_job *job; /* in flight */
+	bool pending;	      /* another scan wanted after it */
+	enum disc_follow_reason pending_reason;
+	struct disc_node *node;
+	bool stuck_logged;
+};
+
+static void job_free(struct scan_job *j)
+{
+	disc_node_free(j->node);
+	free(j->sysfs_root);
+	free(j->dev_root);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}
+
+static void start_scan(struct disc_follow *f, enum disc_follow_reason reason);
+
+static void job_done(void *userdata)
+{
+	struct scan_job *j = userdata;
+	struct disc_follow *f;
+	struct disc_node *prev;
+	bool orphaned;
+
+	pthread_mutex_lock(&j->lock);
+	orphaned = j->orphaned;
+	pthread_mutex_unlock(&j->lock);
+	if (orphaned) {
+		atomic_fetch_sub(&scans_stuck, 1);
+		job_free(j);
+		return;
+	}
+	f = j->f;
+	f->job = NULL;
+	f->deadline = sd_event_source_disable_unref(f->deadline);
+	if (j->error < 0) {
+		log_error_errno(j->error, "scanning %s failed",
+				f->cfg.disc.sysfs_root ? f->cfg.disc.sysfs_root : "/sys");
+		f->cfg.fn(f->cfg.userdata, f->node, NULL, j->error, j->reason);
+	} else {
+		prev = f->node;
+		f->node = TAKE_PTR(j->node);
+		f->cfg.fn(f->cfg.userdata, f->node, prev, 0, j->reason);
+		disc_node_free(prev);
+	}
+	job_free(j);
+	if (f->pending) {
+		f->pending = false;
+		start_scan(f, f->pending_reason);
+	}
+}
+
+static void *scan_thread(void *arg)
+{
+	struct scan_job *j = arg;
+	struct disc_options o = {.sysfs_root = j->sysfs_root, .dev_root = j->dev_root};
+	bool orphaned;
+
+	j->error = disc_scan(&o, &j->node);
+	pthread_mutex_lock(&j->lock);
+	orphaned = j->orphaned;
+	/* Posted under the lock: once the follower orphans a job, no post follows. */
+	if (!orphaned && mailbox_post(j->mb, job_done, j) < 0)
+		orphaned = true; /* out of memory: the deadline reports it */
+	pthread_mutex_unlock(&j->lock);
+	if (orphaned && j->orphaned) {
+		atomic_fetch_sub(&scans_stuck, 1);
+		job_free(j);
+	}
+	return NULL;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct disc_follow *f = userdata;
+	struct scan_job *j = f->job;
+	int timeout = f->cfg.timeout_sec ?: DISC_FOLLOW_SCAN_TIMEOUT_SEC;
+
+	f->deadline = sd_event_source_disable_unref(f->deadline);
+	if (!j)
+		return 0;
+	pthread_mutex_lock(&j->lock);
+	j->orphaned = true;
+	pthread_mutex_unlock(&j->lock);
+	atomic_fetch_add(&scans_stuck, 1);
+	f->job = NULL;
+	log_error("scanning %s did not finish within %d s (a sysfs read that never returns?): "
+		  "abandoned, the last good state stays in force",
+		  f->cfg.disc.sysfs_root ? f->cfg.disc.sysfs_root : "/sys", timeout);
+	f->cfg.fn(f->cfg.userdata, f->node, NULL, -ETIMEDOUT, j->reason);
+	if (f->pending) {
+		f->pending = false;
+		start_scan(f, f->pending_reason);
+	}
+	return 0;
+}
+
+static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
+{
+	int timeout = f->cfg.timeout_sec ?: DISC_FOLLOW_SCAN_TIMEOUT_SEC;
+	struct scan_job *j;
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+	int r;
+
+	if (f->job) {
+		/* A hotplug beats a periodic scan in the log; either way one more scan. */
+		if (!f->pending || reason != DISC_FOLLOW_PERIODIC)
+			f->pending_reason = reason;
+		f->pending = true;
+		return;
+	}
+	if (atomic_load(&scans_stuck) >= SCANS_STUCK_MAX) {
+		if (!f->stuck_logged)
+			log_error("%d scans are stuck in sysfs: not starting more until one "
+				  "returns",
+				  SCANS_STUCK_MAX);
+		f->stuck_logged = true;
+		return;
+	}
+	f->stuck_logged = false;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		goto oom;
+	pthread_mutex_init(&j->lock, NULL);
+	j->mb = f->mb;
+	j->f = f;
+	j->reason = reason;
+	j->sysfs_root = f->cfg.disc.sysfs_root ? strdup(f->cfg.disc.sysfs_root) : NULL;
+	j->dev_root = f->cfg.disc.dev_root ? strdup(f->cfg.disc.dev_root) : NULL;
+	if ((f->cfg.disc.sysfs_root && !j->sysfs_root) || (f->cfg.disc.dev_root && !j->dev_root)) {
+		job_free(j);
+		goto oom;
+	}
+	/* The worker takes no signal: they are for the loop's signalfd. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = -pthread_create(&t, &attr, scan_thread, j);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		job_free(j);
+		log_error_errno(r, "starting a scan thread failed");
+		f->cfg.fn(f->cfg.userdata, f->node, NULL, r, reason);
+		return;
+	}
+	f->job = j;
+	r = sd_event_add_time_relative(f->loop, &f->deadline, CLOCK_MONOTONIC,
+				       (uint64_t)timeout * 1000000, 100000, on_deadline, f);
+	if (r < 0)
+		log_error_errno(r, "arming the scan deadline failed");
+	return;
+oom:
+	log_error("out of memory starting a scan");
+	f->cfg.fn(f->cfg.userdata, f->node, NULL, -ENOMEM, reason);
+}
+
+void disc_follow_rescan(struct disc_follow *f, enum disc_follow_reason reason)
+{
+	start_scan(f, reason);
+}
+
+const struct disc_node *disc_follow_node(const struct disc_follow *f)
+{
+	return f->node;
+}
+
+/* ---- events ---------------------------------------------------------------------------- */
+
+static int on_settled(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct disc_follow *f = userdata;
+
+	f->settle = sd_event_source_disable_unref(f->settle);
+	start_scan(f, DISC_FOLLOW_HOTPLUG);
+	return 0;
+}
+
+static void hotplug(struct disc_follow *f, const char *what, const char *name)
+{
+	int r;
+
+	log_info("%s%s%s: rescanning", what, name && *name ? " " : "", name ? name : "");
+	if (f->settle)
+		return;
+	r = sd_event_add_time_relative(f->loop, &f->settle, CLOCK_MONOTONIC, HOTPLUG_SETTLE_USEC,
+				       1000, on_settled, f);
+	if (r < 0)
+		start_scan(f, DISC_FOLLOW_HOTPLUG);
+}
+
+static void watch_ib_dir(struct disc_follow *f);
+
+static void on_ib_event(void *userdata, uint32_t mask, const char *name)
+{
+	struct disc_follow *f = userdata;
+
+	if (mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+		if (f->ib_watch > 0)
+			fswatch_remove(f->fw, f->ib_watch);
+		f->ib_watch = 0;
+		hotplug(f, f->ib_dir, "went away");
+		watch_ib_dir(f);
+		return;
+	}
+	if (mask & IN_Q_OVERFLOW) {
+		hotplug(f, "inotify queue overflow", NULL);
+		return;
+	}
+	hotplug(f,
+		mask & (IN_CREATE | IN_MOVED_TO)     ? "device node appeared:"
+		: mask & (IN_DELETE | IN_MOVED_FROM) ? "device node removed:"
+						     : "device node changed:",
+		name);
+}
+
+static void on_dev_event(void *userdata, uint32_t mask, const char *name)
+{
+	struct disc_follow *f = userdata;
+
+	if (strcmp(name, "infiniband") != 0 && !(mask & IN_Q_OVERFLOW))
+		return;
+	if (f->ib_watch <= 0)
+		watch_ib_dir(f);
+}
+
+/* Watches <dev-root>/infiniband, or <dev-root> until it appears. */
+static void watch_ib_dir(struct disc_follow *f)
+{
+	const char *dev = f->cfg.disc.dev_root ? f->cfg.disc.dev_root : "/dev";
+	int r;
+
+	r = fswatch_add(f->fw, f->ib_dir,
+			IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
+			    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
+			on_ib_event, f);
+	if (r > 0) {
+		f->ib_watch = r;
+		if (f->dev_watch > 0) {
+			fswatch_remove(f->fw, f->dev_watch);
+			f->dev_watch = 0;
+			hotplug(f, f->ib_dir, "appeared");
+		}
+		return;
+	}
+	if (r != -ENOENT && r != -ENOTDIR) {
+		log_warning_errno(r, "cannot watch %s: hotplug is seen by the periodic rescan only",
+				  f->ib_dir);
+		return;
+	}
+	if (f->dev_watch > 0)
+		return;
+	r = fswatch_add(f->fw, dev, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR, on_dev_event, f);
+	if (r < 0) {
+		log_warning_errno(r, "cannot watch %s: hotplug is seen by the periodic rescan only",
+				  dev);
+		return;
+	}
+	f->dev_watch = r;
+	/* It may have appeared between the two calls. */
+	r = fswatch_add(f->fw, f->ib_dir,
+			IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
+			    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
+			on_ib_event, f);
+	if (r > 0) {
+		f->ib_watch = r;
+		fswatch_remove(f->fw, f->dev_watch);
+		f->dev_watch = 0;
+	}
+}
+
+static int on_periodic(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct disc_follow *f = userdata;
+	int r;
+
+	r = sd_event_source_set_time_relative(s, (uint64_t)f->cfg.interval_sec * 1000000);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	if (r < 0)
+		log_error_errno(r, "re-arming the periodic rescan failed");
+	start_scan(f, DISC_FOLLOW_PERIODIC);
+	return 0;
+}
+
+int disc_follow_new(sd_event *loop, struct mailbox *mb, struct fswatch *fw,
+		    const struct disc_follow_config *cfg, struct disc_follow **ret)
+{
+	const char *dev = cfg->disc.dev_root ? cfg->disc.dev_root : "/dev";
+	struct disc_follow *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	f->loop = sd_event_ref(loop);
+	f->mb = mb;
+	f->fw = fw;
+	f->cfg = *cfg;
+	f->ib_dir = strdup_printf("%s/infiniband", dev);
+	if (!f->ib_dir) {
+		disc_follow_free(f);
+		return -ENOMEM;
+	}
+	watch_ib_dir(f);
+	if (cfg->interval_sec > 0) {
+		r = sd_event_add_time_relative(loop, &f->periodic, CLOCK_MONOTONIC,
+					       (uint64_t)cfg->interval_sec * 1000000, 100000,
+					       on_periodic, f);
+		if (r < 0) {
+			disc_follow_free(f);
+			return r;
+		}
+	}
+	start_scan(f, DISC_FOLLOW_START);
+	*ret = f;
+	return 0;
+}
+
+void disc_follow_free(struct disc_follow *f)
+{
+	if (!f)
+		return;
+	if (f->job) {
+		pthread_mutex_lock(&f->job->lock);
+		f->job->orphaned = true;
+		pthread_mutex_unlock(&f->job->lock);
+		atomic_fetch_add(&scans_stuck, 1);
+	}
+	if (f->ib_watch > 0)
+		fswatch_remove(f->fw, f->ib_watch);
+	if (f->dev_watch > 0)
+		fswatch_remove(f->fw, f->dev_watch);
+	sd_event_source_disable_unref(f->settle);
+	sd_event_source_disable_unref(f->periodic);
+	sd_event_source_disable_unref(f->deadline);
+	sd_event_unref(f->loop);
+	disc_node_free(f->node);
+	free(f->ib_dir);
+	free(f);
+}
+
+/* ---- what changed ---------------------------------------------------------------------- */
+
+void disc_health_reason(const struct disc_device *dev, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (!disc_device_usable(dev)) {
+		snprintf(buf, len, "no uverbs device");
+		return;
+	}
+	if (!dev->uverbs.node_present) {
+		snprintf(buf, len, "uverbs node %s missing", dev->uverbs.name);
+		return;
+	}
+	if (disc_device_healthy(dev)) {
+		snprintf(buf, len, "healthy");
+		return;
+	}
+	if (dev->n_ports == 0) {
+		snprintf(buf, len, "no port");
+		return;
+	}
+	buf[0] = '\0';
+	for (size_t i = 0; i < dev->n_ports && off < len; i++) {
+		const struct disc_port *p = &dev->ports[i];
+		int n = snprintf(buf + off, len - off, "%sport %u %s", i ? ", " : "", p->num,
+				 p->state_name[0] ? p->state_name : "state unknown");
+
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
+static const struct disc_device *find_same(const struct disc_node *n, const struct disc_device *d)
+{
+	for (size_t i = 0; n && i < n->n_devices; i++)
+		if (strcmp(n->devices[i].name, d->name) == 0 &&
+		    strcmp(n->devices[i].pci, d->pci) == 0)
+			return &n->devices[i];
+	return NULL;
+}
+
+void disc_node_changes(const struct disc_node *old, const struct disc_node *new, disc_change_fn fn,
+		       void *userdata)
+{
+	char why[256];
+
+	for (size_t i = 0; old && i < old->n_devices; i++) {
+		const struct disc_device *d = &old->devices[i];
+		const struct disc_device *n = find_same(new, d);
+
+		if (disc_device_usable(d) && (!n || !disc_device_usable(n)))
+			fn(userdata, DISC_REMOVED, d, n ? "no uverbs device any more" : "gone");
+	}
+	for (size_t i = 0; new &&i < new->n_devices; i++) {
+		const struct disc_device *d = &new->devices[i];
+		const struct disc_device *o = find_same(old, d);
+		bool healthy = disc_device_healthy(d);
+
+		if (!disc_device_usable(d))
+			continue;
+		disc_health_reason(d, why, sizeof(why));
+		if (!o || !disc_device_usable(o))
+			fn(userdata, DISC_ADDED, d, why);
+		else if (disc_device_healthy(o) != healthy)
+			fn(userdata, healthy ? DISC_HEALTHY : DISC_UNHEALTHY, d, why);
+	}
+}
