@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "bridge.h"
+#include "follow.h"
+#include "keeper.h"
 #include "cdi.h"
 #include "common.h"
 #include "config.h"
@@ -36,6 +38,7 @@ enum command {
 
 struct cli {
 	enum command cmd;
+	bool watch;
 	struct disc_options disc;
 	struct spec_options spec;
 	struct spec_write_options write;
@@ -63,6 +66,7 @@ enum {
 	OPT_RESCAN_INTERVAL,
 	OPT_LOG_LEVEL,
 	OPT_LOG_FORMAT,
+	OPT_WATCH,
 };
 
 /* Which commands take which option: anything else is a usage error, not silently ignored. */
@@ -84,7 +88,8 @@ static const struct {
     {OPT_RESOURCE, CMD_BRIDGE},
     {OPT_STRATEGY, CMD_BRIDGE},
     {OPT_SHARED, CMD_BRIDGE},
-    {OPT_RESCAN_INTERVAL, CMD_BRIDGE},
+    {OPT_RESCAN_INTERVAL, CMD_BRIDGE | CMD_GENERATE},
+    {OPT_WATCH, CMD_GENERATE},
 };
 
 static const struct option long_options[] = {
@@ -105,6 +110,7 @@ static const struct option long_options[] = {
     {"rescan-interval", required_argument, NULL, OPT_RESCAN_INTERVAL},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"watch", no_argument, NULL, OPT_WATCH},
     {"help", no_argument, NULL, 'h'},
     {},
 };
@@ -143,8 +149,10 @@ static void usage(FILE *f)
 	    "  --device-list-strategy LIST bridge: cdi-cri,cdi-annotations,device-specs\n"
 	    "                              (default cdi-cri,cdi-annotations)\n"
 	    "  --shared N                  bridge: advertise each HCA N times\n"
-	    "  --rescan-interval SEC       bridge: rescan devices and health every SEC seconds\n"
-	    "                              (default 60; 0 = only on SIGHUP)\n"
+	    "  --rescan-interval SEC       bridge, generate --watch: rescan devices and health\n"
+	    "                              every SEC seconds (default 5; 0 = only on hotplug\n"
+	    "                              and SIGHUP)\n"
+	    "  --watch                     generate: keep the spec current in the foreground\n"
 	    "  --log-level LEVEL           error, warning, info (default), debug\n"
 	    "  --log-format text|json      log line format\n"
 	    "\n"
@@ -317,6 +325,9 @@ static int parse_options(struct cli *cli, int argc, char **argv)
 			cli->bridge.rescan_interval = n == 0 ? -1 : (int)n;
 			break;
 		}
+		case OPT_WATCH:
+			cli->watch = true;
+			break;
 		case OPT_LOG_LEVEL: {
 			enum log_level l;
 
@@ -462,6 +473,27 @@ static int cmd_generate(struct cli *cli)
 
 	if (cli->n_spec_dirs == 1)
 		cli->write.spec_dir = cli->spec_dirs[0];
+	if (!cli->watch && cli->bridge.rescan_interval != 0) {
+		log_error("--rescan-interval applies to generate --watch only");
+		return EXIT_USAGE;
+	}
+	if (cli->watch) {
+		int interval = cli->bridge.rescan_interval;
+
+		if (cli->write.output) {
+			log_error("--watch keeps the spec dir current: it does not take --output");
+			return EXIT_USAGE;
+		}
+		r = spec_watch_run(&(struct spec_watch_options){
+		    .disc = cli->disc,
+		    .spec = cli->spec,
+		    .wo = cli->write,
+		    .interval_sec = interval == 0  ? DISC_FOLLOW_DEFAULT_INTERVAL_SEC
+				    : interval < 0 ? 0
+						   : interval,
+		});
+		return r < 0 ? EXIT_FAIL : 0;
+	}
 	if (scan(cli, &node) < 0)
 		return EXIT_FAIL;
 	usable = disc_node_count_usable(node);

@@ -26,10 +26,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "follow.h"
+#include "keeper.h"
 #include "plugin.h"
 
-#define SPEC_RETRY_MIN_MS 1000
-#define SPEC_RETRY_MAX_MS 30000
 #define EXIT_WAIT_USEC (3 * 1000000ULL) /* for server shutdowns to complete at exit */
 
 struct pool {
@@ -51,9 +50,8 @@ struct bridge {
 	size_t n_pools;
 	/* The spec we last wrote or found up to date: the names that resolve right now. */
 	cJSON *spec_on_disk;
-	sd_event_source *spec_retry;
-	unsigned spec_retry_ms;
-	bool spec_failing, first_done, force_next, stopping;
+	struct spec_keeper *keeper;
+	bool first_done, force_next, stopping;
 	sd_event_source *stop_tick;
 	uint64_t stop_until;
 	int exit_code;
@@ -113,65 +111,60 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 static void apply(struct bridge *b, const struct disc_node *node, bool force);
 static void begin_stop(struct bridge *b, int exit_code);
 
-static int on_spec_retry(sd_event_source *s, uint64_t usec, void *userdata)
+static void on_spec_retry(void *userdata)
 {
 	struct bridge *b = userdata;
 
-	b->spec_retry = sd_event_source_disable_unref(b->spec_retry);
-	if (disc_follow_node(b->follow))
+	if (!b->stopping && disc_follow_node(b->follow))
 		apply(b, disc_follow_node(b->follow), false);
-	return 0;
 }
 
-static void schedule_spec_retry(struct bridge *b)
+/*
+ * After a failed write: the names that still resolve are those of the last good spec
+ * that the new one keeps too. A device that left meanwhile does not come back into the
+ * tables before a write succeeds (the file may no longer define it). NULL on OOM.
+ */
+static const char *device_name(const cJSON *d)
 {
-	int r;
-
-	if (b->spec_retry)
-		return;
-	r = sd_event_add_time_relative(b->loop, &b->spec_retry, CLOCK_MONOTONIC,
-				       (uint64_t)b->spec_retry_ms * 1000, 10000, on_spec_retry, b);
-	if (r < 0)
-		log_error_errno(r, "arming the spec write retry failed");
-	b->spec_retry_ms =
-	    b->spec_retry_ms * 2 > SPEC_RETRY_MAX_MS ? SPEC_RETRY_MAX_MS : b->spec_retry_ms * 2;
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
 }
 
-/* Writes spec; true when it is on disk (written or already up to date). */
-static bool write_spec(struct bridge *b, const cJSON *spec, size_t n_usable)
+/* Failure path only: quadratic in the number of names, which is fine there. */
+static bool spec_defines(const cJSON *spec, const char *name)
 {
-	const struct bridge_options *o = b->o;
-	const char *dir = o->spec_dir ? o->spec_dir : SPEC_DEFAULT_DIR;
-	struct spec_write_options wo = {.spec_dir = o->spec_dir, .format = CDI_FORMAT_JSON};
-	_cleanup_free_ char *path = NULL;
-	char err[512] = "";
-	bool changed = false;
-	int r;
+	const cJSON *d;
 
-	r = spec_write(spec, &wo, &path, &changed, err, sizeof(err));
-	if (r < 0) {
-		log_error("writing the CDI spec into %s failed: %s; %s. Health and removals still "
-			  "reach the kubelet; new devices wait for the spec; retrying in %u s",
-			  dir, err[0] ? err : strerror(-r),
-			  r == -EEXIST	 ? "move the file that is in the way"
-			  : r == -ENOSPC ? "free space in the file system"
-			  : r == -EROFS	 ? "make the spec dir writable"
-			  : r == -EACCES ? "run as root or fix the dir's permissions"
-					 : "fix the cause",
-			  b->spec_retry_ms / 1000);
-		b->spec_failing = true;
-		schedule_spec_retry(b);
-		return false;
+	cJSON_ArrayForEach (d, cJSON_GetObjectItemCaseSensitive(spec, "devices"))
+		if (device_name(d) && strcmp(device_name(d), name) == 0)
+			return true;
+	return false;
+}
+
+static cJSON *names_kept(const cJSON *old, const cJSON *new)
+{
+	cJSON *out = cJSON_CreateObject(), *devices;
+	const cJSON *d;
+
+	devices = out ? cJSON_AddArrayToObject(out, "devices") : NULL;
+	if (!devices) {
+		cJSON_Delete(out);
+		return NULL;
 	}
-	if (b->spec_failing)
-		log_info("CDI spec %s written again after failures", path);
-	else if (changed || !b->first_done)
-		log_info("CDI spec %s %s (%zu usable devices)", path,
-			 changed ? "written" : "up to date", n_usable);
-	b->spec_failing = false;
-	b->spec_retry_ms = SPEC_RETRY_MIN_MS;
-	b->spec_retry = sd_event_source_disable_unref(b->spec_retry);
-	return true;
+	cJSON_ArrayForEach (d, cJSON_GetObjectItemCaseSensitive(old, "devices")) {
+		const char *name = device_name(d);
+		cJSON *c;
+
+		if (!name || !spec_defines(new, name))
+			continue;
+		c = cJSON_CreateObject();
+		if (!c || !cJSON_AddStringToObject(c, "name", name)) {
+			cJSON_Delete(c);
+			cJSON_Delete(out);
+			return NULL;
+		}
+		cJSON_AddItemToArray(devices, c);
+	}
+	return out;
 }
 
 static void apply(struct bridge *b, const struct disc_node *node, bool force)
@@ -205,7 +198,7 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		b->first_done = true;
 		return;
 	}
-	on_disk = write_spec(b, spec, disc_node_count_usable(node));
+	on_disk = spec_keeper_write(b->keeper, spec, disc_node_count_usable(node));
 	if (on_disk) {
 		cJSON_Delete(b->spec_on_disk);
 		b->spec_on_disk = TAKE_PTR(spec);
@@ -215,8 +208,15 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 
 		if (none)
 			publish_all(b, node, none, force);
-	} else if (force) {
-		publish_all(b, node, b->spec_on_disk, true);
+	} else {
+		cJSON *kept = names_kept(b->spec_on_disk, spec);
+
+		if (kept) {
+			cJSON_Delete(b->spec_on_disk);
+			b->spec_on_disk = kept;
+		}
+		if (force)
+			publish_all(b, node, b->spec_on_disk, true);
 	}
 	b->first_done = true;
 	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
@@ -510,6 +510,15 @@ static int setup(struct bridge *b)
 		r = fswatch_new(b->loop, &b->fw);
 	if (r < 0)
 		return log_error_errno(r, "inotify initialisation failed");
+	r = spec_keeper_new(b->loop,
+			    &(struct spec_keeper_config){
+				.wo = {.spec_dir = o->spec_dir, .format = CDI_FORMAT_JSON},
+				.retry = on_spec_retry,
+				.userdata = b,
+			    },
+			    &b->keeper);
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
 	r = gc_runtime_new(b->mb, &b->rt);
 	if (r < 0)
 		return log_error_errno(r, "starting gRPC failed");
@@ -576,7 +585,7 @@ static void teardown(struct bridge *b)
 		fswatch_remove(b->fw, b->dir_watch);
 	fswatch_free(b->fw);
 	mailbox_free(b->mb);
-	sd_event_source_disable_unref(b->spec_retry);
+	spec_keeper_free(b->keeper);
 	sd_event_source_disable_unref(b->stop_tick);
 	sd_event_unref(b->loop);
 	cJSON_Delete(b->spec_on_disk);
@@ -585,7 +594,7 @@ static void teardown(struct bridge *b)
 
 int bridge_run(const struct bridge_options *o)
 {
-	struct bridge b = {.o = o, .spec_retry_ms = SPEC_RETRY_MIN_MS};
+	struct bridge b = {.o = o};
 	sigset_t mask, old_mask;
 	int r;
 

@@ -170,8 +170,15 @@ static int on_wake(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 
 		if (!overflow)
 			deliver(w, q->wd, q->mask, q->name);
-		if (q->mask & IN_IGNORED)
-			inotifytools_remove_watch_by_wd(q->wd);
+		if (q->mask & IN_IGNORED) {
+			/* The kernel dropped the watch (the path went away). Removing it through
+			 * the library would fail loudly; renaming its record frees the path, so
+			 * watching it again once it is back makes a new record. */
+			char gone[32];
+
+			snprintf(gone, sizeof(gone), "//ignored/%d", q->wd);
+			inotifytools_set_filename_by_wd(q->wd, gone);
+		}
 		free(q);
 		q = n;
 	}

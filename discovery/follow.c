@@ -23,6 +23,7 @@ struct scan_job {
 	struct mailbox *mb;
 	char *sysfs_root, *dev_root;
 	enum disc_follow_reason reason;
+	int (*scan)(const struct disc_options *opts, struct disc_node **ret_node);
 	struct disc_node *node;
 	int error;
 	bool orphaned; /* under lock */
@@ -96,7 +97,7 @@ static void *scan_thread(void *arg)
 	struct disc_options o = {.sysfs_root = j->sysfs_root, .dev_root = j->dev_root};
 	bool orphaned;
 
-	j->error = disc_scan(&o, &j->node);
+	j->error = j->scan(&o, &j->node);
 	pthread_mutex_lock(&j->lock);
 	orphaned = j->orphaned;
 	/* Posted under the lock: once the follower orphans a job, no post follows. */
@@ -167,6 +168,7 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 	j->mb = f->mb;
 	j->f = f;
 	j->reason = reason;
+	j->scan = f->cfg.scan ? f->cfg.scan : disc_scan;
 	j->sysfs_root = f->cfg.disc.sysfs_root ? strdup(f->cfg.disc.sysfs_root) : NULL;
 	j->dev_root = f->cfg.disc.dev_root ? strdup(f->cfg.disc.dev_root) : NULL;
 	if ((f->cfg.disc.sysfs_root && !j->sysfs_root) || (f->cfg.disc.dev_root && !j->dev_root)) {
@@ -238,7 +240,9 @@ static void on_ib_event(void *userdata, uint32_t mask, const char *name)
 {
 	struct disc_follow *f = userdata;
 
-	if (mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+	if (mask & IN_DELETE_SELF)
+		return; /* IN_IGNORED follows: the kernel drops the watch itself */
+	if (mask & (IN_IGNORED | IN_MOVE_SELF)) {
 		if (f->ib_watch > 0)
 			fswatch_remove(f->fw, f->ib_watch);
 		f->ib_watch = 0;

@@ -47,6 +47,8 @@ struct disc_follow_config {
 	int timeout_sec;	  /* 0 = DISC_FOLLOW_SCAN_TIMEOUT_SEC */
 	disc_follow_fn fn;
 	void *userdata;
+	/* NULL = disc_scan; tests put a scan here that blocks, to prove the deadline. */
+	int (*scan)(const struct disc_options *opts, struct disc_node **ret_node);
 };
 
 /*

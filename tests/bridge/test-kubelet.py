@@ -703,6 +703,146 @@ def sc_valgrind(c):
     tap.ok(not os.path.lexists(b.socket()), "socket removed")
 
 
+# ---- hotplug, health, failures (the Sysfs Watcher) -----------------------------------
+
+
+class Hca:
+    """Takes one HCA out of the fixture and puts it back, as hot-unplug and re-plug do:
+    its class entries vanish from sysfs and devtmpfs removes its device node."""
+
+    def __init__(self, c, name, uverbs):
+        self.c = c
+        self.links = [os.path.join(c.sysfs, "class", "infiniband", name),
+                      os.path.join(c.sysfs, "class", "infiniband_verbs", uverbs)]
+        self.targets = [os.readlink(p) for p in self.links]
+        self.node = os.path.join(c.dev, "infiniband", uverbs)
+        st = os.stat(self.node)
+        self.rdev, self.mode = st.st_rdev, st.st_mode
+
+    def unplug(self):
+        for p in self.links:
+            os.unlink(p)
+        os.unlink(self.node)
+
+    def replug(self):
+        for p, t in zip(self.links, self.targets):
+            os.symlink(t, p)
+        os.mknod(self.node, self.mode, self.rdev)
+
+
+def spec_has(b, name):
+    try:
+        return name in spec_names(b.spec_path())[1]
+    except (OSError, ValueError):
+        return None
+
+
+def sc_hotplug(c):
+    """Device nodes come and go: spec and ListAndWatch follow within 1 s, in order."""
+    tap = c.tap
+    b, stream, lst = c.up(["--rescan-interval", "0"])  # inotify alone
+    hca = Hca(c, "mlx5_3", "uverbs3")
+    n = len(stream.lists)
+    t0 = time.monotonic()
+    hca.unplug()
+    lst = stream.wait(lambda ls: len(ls) > n and "0000:3c:00.0" not in by_id(ls[-1]), 1.0)
+    tap.ok(lst is not None and len(lst) == 9, "unplugged mlx5_3 leaves the list within 1 s "
+           "(%.0f ms)" % ((time.monotonic() - t0) * 1000), c.log())
+    tap.ok(b.wait_log("mlx5_3 (0000:3c:00.0): removed"), "the removal is logged with device "
+           "and PCI address", b.log_text())
+    deadline = time.monotonic() + 2
+    while spec_has(b, "mlx5_3") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    tap.ok(spec_has(b, "mlx5_3") is False, "and the spec no longer defines it")
+    log = b.log_text()
+    adv, wrote = log.rfind("advertising 9 device IDs"), log.rfind("written (9 usable")
+    tap.ok(0 <= adv < wrote, "removal: the list without it went out before the spec lost it",
+           log)
+    stub = c.kubelet.plugin_stub()
+    expect_code(tap, lambda: stub.Allocate(alloc(c.kubelet.pb, ["0000:3c:00.0"])),
+                grpc.StatusCode.INVALID_ARGUMENT, "Allocate of the unplugged HCA is refused",
+                "unknown")
+    n = len(stream.lists)
+    hca.replug()
+    lst = stream.wait(lambda ls: len(ls) > n and "0000:3c:00.0" in by_id(ls[-1]), 1.0)
+    tap.ok(lst is not None and len(lst) == 10, "re-plugged: advertised again within 1 s",
+           c.log())
+    tap.ok(spec_has(b, "mlx5_3") is True, "and the spec defined it before it was advertised")
+    log = b.log_text()
+    tap.ok(log.rfind("written (10 usable") < log.rfind("advertising 10 device IDs"),
+           "addition: spec written, then advertised", log)
+    resp = stub.Allocate(alloc(c.kubelet.pb, ["0000:3c:00.0"]))
+    tap.ok([d.name for d in resp.container_responses[0].cdi_devices] ==
+           ["rdma.example/hca=mlx5_3"], "Allocate works on the re-plugged HCA")
+    tap.ok(not stream.ended and len(c.kubelet.registrations) == 1,
+           "same stream, no re-registration needed")
+
+
+def sc_port_flap(c):
+    """A port DOWN turns the HCA Unhealthy, ACTIVE again turns it Healthy; both logged."""
+    tap = c.tap
+    b, stream, lst = c.up(["--rescan-interval", "1"])
+    set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
+    lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Unhealthy", 3)
+    tap.ok(lst is not None, "port 1 DOWN: Unhealthy within one rescan interval", c.log())
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Unhealthy: port 1 DOWN"),
+           "logged with device, PCI address and reason", b.log_text())
+    set_port_state(c.sysfs, "mlx5_2", "4: ACTIVE")
+    lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Healthy", 3)
+    tap.ok(lst is not None, "ACTIVE again: Healthy again (recovery)", c.log())
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Healthy again"), "recovery logged")
+
+
+def sc_spec_blocked(c):
+    """The spec cannot be written: health and removals still reach the kubelet; retried."""
+    tap = c.tap
+    b, stream, lst = c.up(["--rescan-interval", "1"])
+    path = b.spec_path()
+    os.unlink(path)
+    with open(path, "w") as f:  # a hand-written foreign spec sits at our path now
+        json.dump({"cdiVersion": "0.5.0", "kind": "other.example/x", "devices": []}, f)
+    foreign = open(path).read()
+    set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
+    hca = Hca(c, "mlx5_3", "uverbs3")
+    hca.unplug()
+    lst = stream.wait(lambda ls: "0000:3c:00.0" not in by_id(ls[-1]) and
+                      by_id(ls[-1])["0000:1a:00.0"].health == "Unhealthy", 3)
+    tap.ok(lst is not None, "spec blocked: the removal and the port DOWN still reach the "
+           "kubelet", c.log())
+    tap.ok(b.wait_log("writing the CDI spec into") and "move the file" in b.log_text(),
+           "the failure is logged with its fix", b.log_text())
+    tap.ok(open(path).read() == foreign, "the foreign file is left alone")
+    hca.replug()
+    time.sleep(1.5)
+    tap.ok("0000:3c:00.0" not in by_id(stream.lists[-1]),
+           "a new device is not advertised while the spec cannot define it")
+    os.unlink(path)
+    lst = stream.wait(lambda ls: "0000:3c:00.0" in by_id(ls[-1]), 5)
+    tap.ok(lst is not None and spec_has(b, "mlx5_3") is True,
+           "the way cleared: the retry writes the spec, then the device is advertised",
+           c.log())
+    tap.ok(b.proc.poll() is None, "the bridge kept running")
+
+
+def sc_fifo(c):
+    """A FIFO where a sysfs attribute should be: the daemon stays responsive."""
+    tap = c.tap
+    b, stream, lst = c.up(["--rescan-interval", "1"])
+    state = os.path.join(c.sysfs, "class", "infiniband", "mlx5_2", "ports", "1", "state")
+    os.unlink(state)
+    os.mkfifo(state)
+    b.signal(signal.SIGHUP)
+    time.sleep(1.5)  # a rescan or two over the FIFO
+    c.kubelet.restart()  # forgets earlier registrations
+    reg = c.kubelet.wait_registrations(1, 5)
+    tap.ok(reg is not None, "kubelet restart with a FIFO in sysfs: registered again",
+           b.log_text())
+    t0 = time.monotonic()
+    b.signal(signal.SIGTERM)
+    rc = b.wait(5)
+    tap.ok(rc == 0, "SIGTERM: exit 0 in %.2f s" % (time.monotonic() - t0), b.log_text())
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -723,6 +863,10 @@ SCENARIOS = {
     "sigterm": sc_sigterm,
     "kubelet-absent": sc_kubelet_absent,
     "register-refused": sc_register_refused,
+    "hotplug": sc_hotplug,
+    "port-flap": sc_port_flap,
+    "spec-blocked": sc_spec_blocked,
+    "fifo": sc_fifo,
 }
 
 
