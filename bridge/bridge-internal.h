@@ -22,7 +22,7 @@
  * allocation therefore spreads a multi-slot request over distinct HCAs first and only
  * then adds second slots. The ListAndWatch message carries every slot: at most
  * DP_LIST_IDS_MAX IDs per table keeps it well under the kubelet's 4 MiB receive limit
- * (16384 IDs of 63 chars pack to about 1.5 MiB).
+ * (16384 IDs of 63 chars pack to 1.4 MB).
  *
  * ncclEnv (nccl_env): Allocate also sets, for the HCAs of each container request in table
  * order, NCCL_IB_HCA="=mlx5_3,mlx5_5" (NCCL's exact-match form: the leading '=' stops
