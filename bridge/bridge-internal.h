@@ -28,9 +28,9 @@
  * order, NCCL_IB_HCA="=mlx5_3,mlx5_5" (NCCL's exact-match form: the leading '=' stops
  * mlx5_1 from also selecting mlx5_10..19) and UCX_NET_DEVICES="mlx5_3:1,mlx5_5:1", each
  * HCA with each of its ports that was ACTIVE when the table was built. An HCA with no
- * ACTIVE port is listed with its first port (port 1 without ports), so both variables
- * always name the same HCAs; Allocate refuses unhealthy HCAs, and a healthy one has an
- * ACTIVE port, so that fallback only shows when the port went down between scans.
+ * ACTIVE port would be listed with its first port (port 1 without ports), so both
+ * variables always name the same HCAs; Allocate never gets there: it refuses unhealthy
+ * HCAs, and healthy means an ACTIVE port in the same snapshot.
  */
 #pragma once
 
