@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Allocate over the device table: validation of hostile requests, the response of each
- * device-list strategy, shared mode, and the CDI annotation key.
+ * device-list strategy, shared mode, ncclEnv, and the CDI annotation key.
  */
 #include "fake-node.h"
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GetPreferredAllocation on a DGX-like node: must-include first, then NUMA, then the
- * nearest common PCIe switch, then health; deterministic whatever the request order;
+ * GetPreferredAllocation on a DGX-like node: must-include first, then the fabric (link
+ * layer), distinct HCAs before second shared slots, NUMA, the nearest common PCIe
+ * switch, then health; deterministic whatever the request order;
  * fast on 2,000 devices. The same answers on the checked-in dgx sysfs fixture.
  */
 #include <time.h>
@@ -156,6 +157,13 @@ static void check_one_fabric(struct dp_table *t, const char *what)
 			roce_wrong += strcmp(out, "0000:5e:00.0 0000:d8:00.0") != 0;
 		}
 	}
+	/* Node 0 has one IB HCA and one RoCE function, node 1 one RoCE function: the fabric
+	 * with most candidates overall wins, not the first on the fullest node. */
+	prefer(t, (const char *const[]){"0000:1a:00.0", "0000:5e:00.0", "0000:d8:00.0"}, 3, NULL, 0,
+	       2, out, sizeof(out));
+	is_str(out, "0000:5e:00.0 0000:d8:00.0",
+	       "%s: anchor on the fabric with most healthy candidates: 2 RoCE, not IB + RoCE",
+	       what);
 	ok(subsets == 1013 && mixed == 0,
 	   "%s: 2 devices, no must-include, %u available sets: never IB + RoCE when one fabric "
 	   "has two (%u mixed)",

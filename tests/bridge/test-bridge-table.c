@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The device table: kubelet device IDs (the rule in bridge-internal.h), shared mode,
- * the spec filter and the ListAndWatch list.
+ * The device table: kubelet device IDs (the rule in bridge-internal.h) and the spec
+ * devices they name, shared mode, pools, the spec filter, link layers and UCX ports, and
+ * the ListAndWatch list with its size bound.
  */
 #include "fake-node.h"
 
