@@ -9,24 +9,32 @@
 
 #include "bridge-internal.h"
 
-/* Joins n strings picked by get(i) with ','. */
-static char *join(const struct dp_table *t, const size_t *sel, size_t n, bool qualified)
+enum join_field {
+	JOIN_NAME,
+	JOIN_QUALIFIED,
+	JOIN_UCX,
+};
+
+static const char *field_of(const struct dp_hca *h, enum join_field f)
 {
-	size_t len = 1, off = 0;
+	return f == JOIN_QUALIFIED ? h->qualified : f == JOIN_UCX ? h->ucx : h->name;
+}
+
+/* prefix + one field of each selected HCA, joined with ','. */
+static char *join(const struct dp_table *t, const size_t *sel, size_t n, enum join_field f,
+		  const char *prefix)
+{
+	size_t len = strlen(prefix) + 1, off = strlen(prefix);
 	char *s;
 
-	for (size_t i = 0; i < n; i++) {
-		const struct dp_hca *h = &t->hcas[sel[i]];
-
-		len += strlen(qualified ? h->qualified : h->name) + 1;
-	}
+	for (size_t i = 0; i < n; i++)
+		len += strlen(field_of(&t->hcas[sel[i]], f)) + 1;
 	s = malloc(len);
 	if (!s)
 		return NULL;
-	s[0] = '\0';
+	memcpy(s, prefix, off + 1);
 	for (size_t i = 0; i < n; i++) {
-		const struct dp_hca *h = &t->hcas[sel[i]];
-		const char *v = qualified ? h->qualified : h->name;
+		const char *v = field_of(&t->hcas[sel[i]], f);
 		size_t l = strlen(v);
 
 		if (i > 0)
@@ -56,6 +64,17 @@ fail:
 	return NULL;
 }
 
+/* Appends key=value (value malloc'd, taken over even on failure) to c->envs. */
+static int add_env(V1beta1__ContainerAllocateResponse *c, const char *key, char *value)
+{
+	V1beta1__ContainerAllocateResponse__EnvsEntry *e = new_entry(strdup(key), value);
+
+	if (!e)
+		return -ENOMEM;
+	c->envs[c->n_envs++] = e;
+	return 0;
+}
+
 static int add_device_spec(V1beta1__ContainerAllocateResponse *c, const char *dev_root,
 			   const char *node)
 {
@@ -76,13 +95,15 @@ static int add_device_spec(V1beta1__ContainerAllocateResponse *c, const char *de
 static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllocateRequest *creq,
 			  const size_t *sel, size_t n, V1beta1__ContainerAllocateResponse *c)
 {
-	c->envs = calloc(1, sizeof(*c->envs));
+	c->envs = calloc(3, sizeof(*c->envs));
 	if (!c->envs)
 		return -ENOMEM;
-	c->envs[0] = new_entry(strdup(DP_ENV_DEVICES), join(t, sel, n, false));
-	if (!c->envs[0])
+	if (add_env(c, DP_ENV_DEVICES, join(t, sel, n, JOIN_NAME, "")) < 0)
 		return -ENOMEM;
-	c->n_envs = 1;
+	/* "=" + names: NCCL's exact match, see bridge-internal.h. */
+	if (t->nccl_env && (add_env(c, DP_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
+			    add_env(c, DP_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
+		return -ENOMEM;
 
 	if (t->strategies & BRIDGE_STRATEGY_CDI_CRI) {
 		c->cdi_devices = calloc(n, sizeof(*c->cdi_devices));
@@ -111,7 +132,8 @@ static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllo
 			return -ENOMEM;
 		c->annotations[0] =
 		    (V1beta1__ContainerAllocateResponse__AnnotationsEntry *)new_entry(
-			strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix), join(t, sel, n, true));
+			strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix),
+			join(t, sel, n, JOIN_QUALIFIED, ""));
 		if (!c->annotations[0])
 			return -ENOMEM;
 		c->annotations[0]->base.descriptor =
@@ -250,23 +272,43 @@ fail:
 
 /* ---- GetPreferredAllocation ----------------------------------------------------- */
 
+/* The ranking is documented at dp_preferred_allocation() in bridge-internal.h. */
 struct cand {
 	size_t id; /* index into t->ids */
+	bool link_match;
+	unsigned round; /* slots of its HCA ranked before it (shared mode) */
 	bool numa_match;
 	unsigned depth; /* components shared with the nearest must-include device */
 	bool healthy;
+};
+
+/* Per-HCA counters reused across container requests: valid where mark == the request's. */
+struct hca_marks {
+	uint32_t *mark;
+	unsigned *count;
 };
 
 static int cmp_cand(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
 
+	if (x->link_match != y->link_match)
+		return x->link_match ? -1 : 1;
+	if (x->round != y->round)
+		return x->round < y->round ? -1 : 1;
 	if (x->numa_match != y->numa_match)
 		return x->numa_match ? -1 : 1;
 	if (x->depth != y->depth)
 		return x->depth > y->depth ? -1 : 1;
 	if (x->healthy != y->healthy)
 		return x->healthy ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_cand_id(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -284,54 +326,166 @@ static int cmp_int(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The anchor when nothing is must-include: healthy, on the NUMA node with the most
- * healthy candidates (so a multi-device request fits on one node), lowest index. */
-static size_t pick_anchor(const struct dp_table *t, const struct cand *c, size_t n)
+static const struct dp_hca *hca_of(const struct dp_table *t, size_t id)
 {
-	_cleanup_free_ int *numas = malloc((n ? n : 1) * sizeof(int));
-	int best_numa = -1;
-	size_t best_count = 0, best = 0;
+	return &t->hcas[t->ids[id].hca];
+}
 
-	if (numas) {
-		size_t m = 0;
+/* Counts HCAs, not slots: candidates are in table order, an HCA's slots adjacent. */
+static bool first_slot(const struct dp_table *t, const struct cand *c, size_t i)
+{
+	return i == 0 || t->ids[c[i].id].hca != t->ids[c[i - 1].id].hca;
+}
 
-		for (size_t i = 0; i < n; i++)
-			if (c[i].healthy && t->hcas[t->ids[c[i].id].hca].numa_node >= 0)
-				numas[m++] = t->hcas[t->ids[c[i].id].hca].numa_node;
-		qsort(numas, m, sizeof(int), cmp_int);
-		for (size_t i = 0; i < m;) {
-			size_t j = i;
+/* The link layer with most healthy candidate HCAs; a tie goes to the one seen first. */
+static int anchor_link(const struct dp_table *t, const struct cand *c, size_t n)
+{
+	size_t count[DP_LINK_ETHERNET + 1] = {0};
+	int best = -1;
 
-			while (j < m && numas[j] == numas[i])
-				j++;
-			if (j - i > best_count) {
-				best_count = j - i;
-				best_numa = numas[i];
-			}
-			i = j;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		if (c[i].healthy && first_slot(t, c, i))
+			count[hca_of(t, c[i].id)->link]++;
 	for (size_t i = 0; i < n; i++) {
-		const struct dp_hca *h = &t->hcas[t->ids[c[i].id].hca];
-		const struct dp_hca *b = &t->hcas[t->ids[c[best].id].hca];
-		int score = (h->healthy ? 2 : 0) + (best_numa >= 0 && h->numa_node == best_numa);
-		int bscore = (b->healthy ? 2 : 0) + (best_numa >= 0 && b->numa_node == best_numa);
+		int l = (int)hca_of(t, c[i].id)->link;
 
-		if (score > bscore || (score == bscore && c[i].id < c[best].id))
-			best = i;
+		if (c[i].healthy && (best < 0 || count[l] > count[best]))
+			best = l;
 	}
 	return best;
 }
 
+/* The NUMA node with most healthy candidate HCAs of link layer link (-1: none known). */
+static int anchor_numa(const struct dp_table *t, const struct cand *c, size_t n, int link)
+{
+	_cleanup_free_ int *numas = malloc((n ? n : 1) * sizeof(int));
+	size_t m = 0, best_count = 0;
+	int best = -1;
+
+	if (!numas)
+		return -1; /* advisory: without the NUMA preference, not without an answer */
+	for (size_t i = 0; i < n; i++) {
+		const struct dp_hca *h = hca_of(t, c[i].id);
+
+		if (c[i].healthy && first_slot(t, c, i) && (int)h->link == link &&
+		    h->numa_node >= 0)
+			numas[m++] = h->numa_node;
+	}
+	qsort(numas, m, sizeof(int), cmp_int);
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+
+		while (j < m && numas[j] == numas[i])
+			j++;
+		if (j - i > best_count) {
+			best_count = j - i;
+			best = numas[i];
+		}
+		i = j;
+	}
+	return best;
+}
+
+/*
+ * The anchor when nothing is must-include: healthy, of the link layer with most healthy
+ * candidates (so a multi-device request can stay on one fabric), on the NUMA node with
+ * most of them (so it fits on one node), lowest in table order. c is in table order.
+ */
+static size_t pick_anchor(const struct dp_table *t, const struct cand *c, size_t n)
+{
+	int link = anchor_link(t, c, n), numa = link >= 0 ? anchor_numa(t, c, n, link) : -1;
+	int best_score = -1;
+	size_t best = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct dp_hca *h = hca_of(t, c[i].id);
+		int score = (c[i].healthy ? 4 : 0) + ((int)h->link == link ? 2 : 0) +
+			    (numa >= 0 && h->numa_node == numa);
+
+		/* Strictly greater: the first of equals in table order wins. */
+		if (score > best_score) {
+			best_score = score;
+			best = i;
+		}
+	}
+	return best;
+}
+
+static int push_id(const struct dp_table *t, size_t id,
+		   V1beta1__ContainerPreferredAllocationResponse *out)
+{
+	out->deviceids[out->n_deviceids] = strdup(t->ids[id].id);
+	if (!out->deviceids[out->n_deviceids])
+		return -ENOMEM;
+	out->n_deviceids++;
+	return 0;
+}
+
+/* Link layer, slot round, NUMA match and switch depth of every candidate. */
+static int rank_candidates(const struct dp_table *t, const size_t *must, size_t n_must,
+			   struct cand *cand, size_t n_cand, struct hca_marks *hm, uint32_t mark)
+{
+	_cleanup_free_ uint64_t *keys = malloc(n_must * DP_PATH_DEPTH_MAX * sizeof(*keys));
+	_cleanup_free_ int *numa = malloc(n_must * sizeof(*numa));
+	size_t n_keys = 0, n_numa = 0;
+	unsigned links = 0;
+
+	if (!numa || !keys)
+		return -ENOMEM;
+	/* The must-include set's link layers, slots per HCA, NUMA nodes and path prefixes. */
+	for (size_t i = 0; i < n_must; i++) {
+		const struct dp_hca *h = hca_of(t, must[i]);
+		size_t hi = t->ids[must[i]].hca;
+
+		links |= 1u << h->link;
+		if (hm->mark[hi] != mark) {
+			hm->mark[hi] = mark;
+			hm->count[hi] = 0;
+		}
+		hm->count[hi]++;
+		if (h->numa_node >= 0)
+			numa[n_numa++] = h->numa_node;
+		for (unsigned d = 0; d < h->depth; d++)
+			keys[n_keys++] = h->prefix[d] ^ d;
+	}
+	qsort(numa, n_numa, sizeof(*numa), cmp_int);
+	qsort(keys, n_keys, sizeof(*keys), cmp_u64);
+
+	/* cand is in table order: an HCA's free slots get rounds after its must-include ones. */
+	for (size_t i = 0; i < n_cand; i++) {
+		const struct dp_hca *h = hca_of(t, cand[i].id);
+		size_t hi = t->ids[cand[i].id].hca;
+
+		if (hm->mark[hi] != mark) {
+			hm->mark[hi] = mark;
+			hm->count[hi] = 0;
+		}
+		cand[i].round = hm->count[hi]++;
+		cand[i].link_match = links & (1u << h->link);
+		cand[i].numa_match = h->numa_node >= 0 &&
+				     bsearch(&h->numa_node, numa, n_numa, sizeof(*numa), cmp_int);
+		cand[i].depth = 0;
+		for (unsigned d = h->depth; d > 0; d--) {
+			uint64_t k = h->prefix[d - 1] ^ (d - 1);
+
+			if (bsearch(&k, keys, n_keys, sizeof(*keys), cmp_u64)) {
+				cand[i].depth = d;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
 static int prefer_one(const struct dp_table *t,
 		      const V1beta1__ContainerPreferredAllocationRequest *q, uint32_t *id_mark,
-		      uint32_t mark, V1beta1__ContainerPreferredAllocationResponse *out)
+		      struct hca_marks *hm, uint32_t mark,
+		      V1beta1__ContainerPreferredAllocationResponse *out)
 {
-	size_t n_must = 0, n_cand = 0, n_keys = 0, n_numa = 0, want, cap;
+	size_t n_must = 0, n_cand = 0, want, cap;
 	_cleanup_free_ size_t *must = NULL;
 	_cleanup_free_ struct cand *cand = NULL;
-	_cleanup_free_ uint64_t *keys = NULL;
-	_cleanup_free_ int *numa = NULL;
+	int r;
 
 	must = malloc((q->n_must_include_deviceids + 1) * sizeof(*must));
 	cand = malloc((q->n_available_deviceids + 1) * sizeof(*cand));
@@ -351,10 +505,12 @@ static int prefer_one(const struct dp_table *t,
 
 		if (idx >= 0 && id_mark[idx] != mark) {
 			id_mark[idx] = mark;
-			cand[n_cand++] = (struct cand){.id = (size_t)idx,
-						       .healthy = t->hcas[t->ids[idx].hca].healthy};
+			cand[n_cand++] =
+			    (struct cand){.id = (size_t)idx, .healthy = hca_of(t, idx)->healthy};
 		}
 	}
+	/* Table order: the answer does not depend on the request's order. */
+	qsort(cand, n_cand, sizeof(*cand), cmp_cand_id);
 
 	want = q->allocation_size > 0 ? (size_t)q->allocation_size : 0;
 	cap = n_must + (want > n_must ? want - n_must : 0);
@@ -363,12 +519,9 @@ static int prefer_one(const struct dp_table *t,
 	out->deviceids = calloc(cap ? cap : 1, sizeof(*out->deviceids));
 	if (!out->deviceids)
 		return -ENOMEM;
-	for (size_t i = 0; i < n_must; i++) {
-		out->deviceids[out->n_deviceids] = strdup(t->ids[must[i]].id);
-		if (!out->deviceids[out->n_deviceids])
+	for (size_t i = 0; i < n_must; i++)
+		if (push_id(t, must[i], out) < 0)
 			return -ENOMEM;
-		out->n_deviceids++;
-	}
 	if (out->n_deviceids >= cap || n_cand == 0)
 		return 0;
 
@@ -377,53 +530,21 @@ static int prefer_one(const struct dp_table *t,
 		size_t a = pick_anchor(t, cand, n_cand);
 
 		must[n_must++] = cand[a].id;
-		out->deviceids[out->n_deviceids] = strdup(t->ids[cand[a].id].id);
-		if (!out->deviceids[out->n_deviceids])
+		if (push_id(t, cand[a].id, out) < 0)
 			return -ENOMEM;
-		out->n_deviceids++;
-		cand[a] = cand[--n_cand];
+		memmove(&cand[a], &cand[a + 1], (n_cand - a - 1) * sizeof(*cand));
+		n_cand--;
 		if (out->n_deviceids >= cap)
 			return 0;
 	}
 
-	/* The must-include set's NUMA nodes and path prefixes, as sorted sets. */
-	numa = malloc(n_must * sizeof(*numa));
-	keys = malloc(n_must * DP_PATH_DEPTH_MAX * sizeof(*keys));
-	if (!numa || !keys)
-		return -ENOMEM;
-	for (size_t i = 0; i < n_must; i++) {
-		const struct dp_hca *h = &t->hcas[t->ids[must[i]].hca];
-
-		if (h->numa_node >= 0)
-			numa[n_numa++] = h->numa_node;
-		for (unsigned d = 0; d < h->depth; d++)
-			keys[n_keys++] = h->prefix[d] ^ d;
-	}
-	qsort(numa, n_numa, sizeof(*numa), cmp_int);
-	qsort(keys, n_keys, sizeof(*keys), cmp_u64);
-
-	for (size_t i = 0; i < n_cand; i++) {
-		const struct dp_hca *h = &t->hcas[t->ids[cand[i].id].hca];
-
-		cand[i].numa_match = h->numa_node >= 0 &&
-				     bsearch(&h->numa_node, numa, n_numa, sizeof(*numa), cmp_int);
-		cand[i].depth = 0;
-		for (unsigned d = h->depth; d > 0; d--) {
-			uint64_t k = h->prefix[d - 1] ^ (d - 1);
-
-			if (bsearch(&k, keys, n_keys, sizeof(*keys), cmp_u64)) {
-				cand[i].depth = d;
-				break;
-			}
-		}
-	}
+	r = rank_candidates(t, must, n_must, cand, n_cand, hm, mark);
+	if (r < 0)
+		return r;
 	qsort(cand, n_cand, sizeof(*cand), cmp_cand);
-	for (size_t i = 0; i < n_cand && out->n_deviceids < cap; i++) {
-		out->deviceids[out->n_deviceids] = strdup(t->ids[cand[i].id].id);
-		if (!out->deviceids[out->n_deviceids])
+	for (size_t i = 0; i < n_cand && out->n_deviceids < cap; i++)
+		if (push_id(t, cand[i].id, out) < 0)
 			return -ENOMEM;
-		out->n_deviceids++;
-	}
 	return 0;
 }
 
@@ -431,8 +552,10 @@ int dp_preferred_allocation(const struct dp_table *t,
 			    const V1beta1__PreferredAllocationRequest *req,
 			    V1beta1__PreferredAllocationResponse **ret, char *err, size_t errlen)
 {
-	_cleanup_free_ uint32_t *id_mark = NULL;
+	_cleanup_free_ uint32_t *id_mark = NULL, *hca_mark = NULL;
+	_cleanup_free_ unsigned *hca_count = NULL;
 	V1beta1__PreferredAllocationResponse *resp = NULL;
+	struct hca_marks hm;
 	int r = -ENOMEM;
 
 	/* Each container request gets a response, even an empty one: bound their number. */
@@ -442,11 +565,15 @@ int dp_preferred_allocation(const struct dp_table *t,
 		return -EINVAL;
 	}
 	id_mark = calloc(t->n_ids ? t->n_ids : 1, sizeof(*id_mark));
+	hca_mark = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*hca_mark));
+	hca_count = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*hca_count));
 	resp = malloc(sizeof(*resp));
-	if (!id_mark || !resp) {
+	if (!id_mark || !hca_mark || !hca_count || !resp) {
 		free(resp);
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	hm = (struct hca_marks){.mark = hca_mark, .count = hca_count};
 	v1beta1__preferred_allocation_response__init(resp);
 	resp->container_responses =
 	    calloc(req->n_container_requests ? req->n_container_requests : 1,
@@ -462,7 +589,7 @@ int dp_preferred_allocation(const struct dp_table *t,
 		resp->container_responses[resp->n_container_responses++] = o;
 		if (!req->container_requests[c])
 			continue;
-		r = prefer_one(t, req->container_requests[c], id_mark, (uint32_t)c + 1, o);
+		r = prefer_one(t, req->container_requests[c], id_mark, &hm, (uint32_t)c + 1, o);
 		if (r < 0)
 			goto fail;
 	}

@@ -39,6 +39,7 @@ static void hca_clear(struct dp_hca *h)
 	free(h->name);
 	free(h->qualified);
 	free(h->pci);
+	free(h->ucx);
 	for (size_t i = 0; i < h->n_nodes; i++)
 		free(h->nodes[i]);
 	free(h->nodes);
@@ -97,6 +98,37 @@ static int add_node_name(struct dp_hca *h, const char *name)
 	return 0;
 }
 
+static enum dp_link link_of(const struct disc_device *dev)
+{
+	if (dev->n_ports == 0)
+		return DP_LINK_UNKNOWN;
+	if (strcmp(dev->ports[0].link_layer, "InfiniBand") == 0)
+		return DP_LINK_INFINIBAND;
+	if (strcmp(dev->ports[0].link_layer, "Ethernet") == 0)
+		return DP_LINK_ETHERNET;
+	return DP_LINK_UNKNOWN;
+}
+
+/* "mlx5_3:1,mlx5_3:2": the ACTIVE ports, else the first (see bridge-internal.h). */
+static char *ucx_devices(const struct disc_device *dev)
+{
+	size_t len = 1, off = 0, n = 0;
+	char *s;
+
+	/* Port numbers are unsigned: at most 10 digits, ':' and ',' around them. */
+	len += (dev->n_ports ? dev->n_ports : 1) * (strlen(dev->name) + 12);
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < dev->n_ports; i++)
+		if (dev->ports[i].state == DP_PORT_ACTIVE)
+			off += (size_t)snprintf(s + off, len - off, "%s%s:%u", n++ ? "," : "",
+						dev->name, dev->ports[i].num);
+	if (n == 0)
+		snprintf(s, len, "%s:%u", dev->name, dev->n_ports ? dev->ports[0].num : 1);
+	return s;
+}
+
 static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char *kind,
 		    bool with_mad)
 {
@@ -105,10 +137,12 @@ static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char 
 	h->name = strdup(dev->name);
 	h->qualified = spec_qualified_name(kind, dev->name);
 	h->pci = strdup(dev->pci);
-	if (!h->name || !h->qualified || !h->pci)
+	h->ucx = ucx_devices(dev);
+	if (!h->name || !h->qualified || !h->pci || !h->ucx)
 		return -ENOMEM;
 	h->numa_node = dev->numa_node < 0 ? -1 : dev->numa_node;
 	h->healthy = disc_device_healthy(dev);
+	h->link = link_of(dev);
 	hash_path(dev->dev_path, h);
 	r = add_node_name(h, dev->uverbs.name);
 	if (r < 0 || !with_mad)
@@ -155,27 +189,6 @@ static int spec_names(const cJSON *spec, const char ***ret, size_t *ret_n)
 	return 0;
 }
 
-/* Writes the base ID of dev (before any "-s<k>"), leaving room for suffix_len chars. */
-static void base_id(const struct disc_device *dev, bool shares_function, size_t suffix_len,
-		    char buf[static DP_ID_MAX + 1])
-{
-	size_t room = DP_ID_MAX - suffix_len;
-	int n;
-
-	if (dev->pci[0] == '\0')
-		n = snprintf(buf, DP_ID_MAX + 1, "%s", dev->name);
-	else if (!shares_function)
-		n = snprintf(buf, DP_ID_MAX + 1, "%s", dev->pci);
-	else
-		n = snprintf(buf, DP_ID_MAX + 1, "%s-%s", dev->pci, dev->name);
-	if (n >= 0 && (size_t)n <= room)
-		return;
-	/* Too long with the suffix: a hash keeps it unique and deterministic. */
-	snprintf(buf, DP_ID_MAX + 1, "%.*s%sx%08x", (int)(room > 16 ? room - 16 : 0),
-		 dev->pci[0] ? dev->pci : "", dev->pci[0] ? "-" : "",
-		 (unsigned)dp_hash64(dev->name, strlen(dev->name), DP_HASH_INIT));
-}
-
 static int cmp_id(const void *a, const void *b, void *userdata)
 {
 	const struct dp_id *ids = userdata;
@@ -188,26 +201,6 @@ static void index_ids(struct dp_table *t)
 	for (size_t i = 0; i < t->n_ids; i++)
 		t->by_id[i] = i;
 	qsort_r(t->by_id, t->n_ids, sizeof(*t->by_id), cmp_id, t->ids);
-}
-
-/* True when another usable device we advertise sits on the same PCI function. */
-static bool shares_function(const struct disc_node *node, size_t i, const char **names,
-			    size_t n_names, bool filter)
-{
-	const char *pci = node->devices[i].pci;
-
-	if (pci[0] == '\0')
-		return false;
-	/* Devices are sorted by PCI address: siblings are adjacent. */
-	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
-		if (disc_device_usable(&node->devices[j]) &&
-		    (!filter || name_in(names, n_names, node->devices[j].name)))
-			return true;
-	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
-		if (disc_device_usable(&node->devices[j]) &&
-		    (!filter || name_in(names, n_names, node->devices[j].name)))
-			return true;
-	return false;
 }
 
 long dp_table_find(const struct dp_table *t, const char *id)
@@ -231,6 +224,17 @@ long dp_table_find(const struct dp_table *t, const char *id)
 
 static struct dp_table *table_flatten(const struct dp_table *t);
 
+size_t dp_list_ids_needed(size_t n_hcas, unsigned shared)
+{
+	if (shared <= 1)
+		return n_hcas;
+	return n_hcas > SIZE_MAX / shared ? SIZE_MAX : n_hcas * shared;
+}
+
+/* The suffix always fits: spec_device_id() leaves room for the longest. */
+_Static_assert(SPEC_ID_MAX + SPEC_ID_SUFFIX_MAX <= DP_ID_MAX, "ID suffix room");
+_Static_assert(DP_SHARED_MAX <= 1000, "\"-s<k>\" fits SPEC_ID_SUFFIX_MAX");
+
 int dp_table_build(const struct disc_node *node, const cJSON *spec,
 		   const struct dp_table_options *opts, struct dp_table **ret_table)
 {
@@ -238,19 +242,30 @@ int dp_table_build(const struct disc_node *node, const cJSON *spec,
 	_cleanup_free_ const char **names = NULL;
 	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
 	unsigned replicas = opts->shared > 1 ? opts->shared : 1;
-	size_t n_names = 0, suffix_len = 0, n = 0;
-	_cleanup_free_ bool *drop = NULL;
+	size_t n_names = 0, n_take = 0, n = 0;
+	_cleanup_free_ bool *take = NULL, *drop = NULL;
 	int r;
 
 	if (opts->shared > DP_SHARED_MAX)
 		return -EINVAL;
-	if (replicas > 1)
-		suffix_len = (size_t)snprintf(NULL, 0, "-s%u", replicas - 1);
 	if (spec) {
 		r = spec_names(spec, &names, &n_names);
 		if (r < 0)
 			return r;
 	}
+	take = calloc(node->n_devices ? node->n_devices : 1, sizeof(*take));
+	if (!take)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices; i++) {
+		const struct disc_device *dev = &node->devices[i];
+
+		take[i] = disc_device_usable(dev) && (!opts->include || opts->include[i]) &&
+			  (!spec || name_in(names, n_names, dev->name));
+		n_take += take[i];
+	}
+	/* Before anything is allocated: the list must fit the kubelet's receive limit. */
+	if (dp_list_ids_needed(n_take, replicas) > DP_LIST_IDS_MAX)
+		return -E2BIG;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -262,31 +277,30 @@ int dp_table_build(const struct disc_node *node, const cJSON *spec,
 	t->strategies = opts->strategies
 			    ? opts->strategies
 			    : BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS;
-	t->hcas = calloc(node->n_devices ? node->n_devices : 1, sizeof(*t->hcas));
-	t->ids = calloc(node->n_devices ? node->n_devices * replicas : 1, sizeof(*t->ids));
+	t->shared = replicas;
+	t->nccl_env = opts->nccl_env;
+	t->hcas = calloc(n_take ? n_take : 1, sizeof(*t->hcas));
+	t->ids = calloc(n_take ? n_take * replicas : 1, sizeof(*t->ids));
 	if (!t->hcas || !t->ids)
 		return -ENOMEM;
 
 	for (size_t i = 0; i < node->n_devices; i++) {
-		const struct disc_device *dev = &node->devices[i];
-		char base[DP_ID_MAX + 1];
+		char base[SPEC_ID_MAX + 1];
 
-		if (!disc_device_usable(dev) || (spec && !name_in(names, n_names, dev->name)))
+		if (!take[i])
 			continue;
-		base_id(dev, shares_function(node, i, names, n_names, spec != NULL), suffix_len,
-			base);
-
-		r = hca_init(&t->hcas[t->n_hcas], dev, kind, opts->with_mad);
+		/* The ID rule lives in specs/: the spec names each HCA by the same ID. */
+		spec_device_id(node, i, base);
+		r = hca_init(&t->hcas[t->n_hcas], &node->devices[i], kind, opts->with_mad);
 		if (r < 0) {
 			t->n_hcas++; /* so the partially filled entry is freed */
 			return r;
 		}
 		for (unsigned k = 0; k < replicas; k++) {
 			struct dp_id *id = &t->ids[n++];
-
 			size_t bl = strlen(base);
 
-			/* base_id() left room for the suffix. */
+			/* spec_device_id() left room for the suffix. */
 			memcpy(id->id, base, bl + 1);
 			if (replicas > 1)
 				snprintf(id->id + bl, sizeof(id->id) - bl, "-s%u", k);
@@ -353,7 +367,8 @@ static struct dp_table *table_flatten(const struct dp_table *t)
 	for (size_t i = 0; i < t->n_hcas; i++) {
 		const struct dp_hca *h = &t->hcas[i];
 
-		strings += strlen(h->name) + strlen(h->qualified) + strlen(h->pci) + 3;
+		strings +=
+		    strlen(h->name) + strlen(h->qualified) + strlen(h->pci) + strlen(h->ucx) + 4;
 		n_nodes += h->n_nodes;
 		for (size_t k = 0; k < h->n_nodes; k++)
 			strings += strlen(h->nodes[k]) + 1;
@@ -381,6 +396,7 @@ static struct dp_table *table_flatten(const struct dp_table *t)
 		g->name = pool_copy(&sp, h->name);
 		g->qualified = pool_copy(&sp, h->qualified);
 		g->pci = pool_copy(&sp, h->pci);
+		g->ucx = pool_copy(&sp, h->ucx);
 		g->nodes = np;
 		for (size_t k = 0; k < h->n_nodes; k++)
 			*np++ = pool_copy(&sp, h->nodes[k]);

@@ -6,6 +6,8 @@
  * (and umad/issm with --with-mad); spec-level edits carry what every RDMA container needs
  * once: the rdma_cm node and the createRuntime hook that raises RLIMIT_MEMLOCK.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -126,11 +128,130 @@ static int add_spec_edits(cJSON *spec, const struct disc_node *node,
 	return 0;
 }
 
+/* FNV-1a: tiny, deterministic across hosts and releases (IDs must not change). */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* True when another usable device sits on the same PCI function as node->devices[i]. */
+static bool shares_function(const struct disc_node *node, size_t i)
+{
+	const char *pci = node->devices[i].pci;
+
+	if (pci[0] == '\0')
+		return false;
+	/* Devices are sorted by PCI address: siblings are adjacent. */
+	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
+		if (disc_device_usable(&node->devices[j]))
+			return true;
+	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
+		if (disc_device_usable(&node->devices[j]))
+			return true;
+	return false;
+}
+
+void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC_ID_MAX + 1])
+{
+	const struct disc_device *dev = &node->devices[i];
+	int n;
+
+	if (dev->pci[0] == '\0')
+		n = snprintf(buf, SPEC_ID_MAX + 1, "%s", dev->name);
+	else if (!shares_function(node, i))
+		n = snprintf(buf, SPEC_ID_MAX + 1, "%s", dev->pci);
+	else
+		n = snprintf(buf, SPEC_ID_MAX + 1, "%s-%s", dev->pci, dev->name);
+	if (n >= 0 && n <= SPEC_ID_MAX)
+		return;
+	/* Too long: a hash keeps it unique and deterministic. */
+	snprintf(buf, SPEC_ID_MAX + 1, "%.*s%sx%08x", SPEC_ID_MAX - 16, dev->pci,
+		 dev->pci[0] ? "-" : "", (unsigned)fnv1a(dev->name));
+}
+
+struct id_entry {
+	const char *id;
+	size_t dev; /* index into node->devices */
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_id_entry(const void *a, const void *b)
+{
+	const struct id_entry *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	return c ? c : (x->dev > y->dev) - (x->dev < y->dev);
+}
+
+/*
+ * The device ID of each device the spec gets, or "" where the spec gets no ID device: the
+ * ID is the RDMA name itself (no PCI address), is no safe CDI name, or (hostile names
+ * only) equals an RDMA name in the spec or an earlier device's ID. Indexed like
+ * node->devices; NULL on OOM.
+ */
+static char (*spec_ids(const struct disc_node *node, const bool *emit))[SPEC_ID_MAX + 1]
+{
+	char(*ids)[SPEC_ID_MAX + 1] = calloc(node->n_devices ? node->n_devices : 1, sizeof(*ids));
+	_cleanup_free_ const char **names = NULL;
+	_cleanup_free_ struct id_entry *byid = NULL;
+	size_t n_names = 0, n_ids = 0;
+
+	names = calloc(node->n_devices ? node->n_devices : 1, sizeof(*names));
+	byid = calloc(node->n_devices ? node->n_devices : 1, sizeof(*byid));
+	if (!ids || !names || !byid) {
+		free(ids);
+		return NULL;
+	}
+	for (size_t i = 0; i < node->n_devices; i++) {
+		if (!emit[i])
+			continue;
+		names[n_names++] = node->devices[i].name;
+		spec_device_id(node, i, ids[i]);
+		if (strcmp(ids[i], node->devices[i].name) == 0 || !rdma_name_is_cdi_safe(ids[i]))
+			ids[i][0] = '\0';
+		else
+			byid[n_ids++] = (struct id_entry){.id = ids[i], .dev = i};
+	}
+	/* O(n log n): a 2,000-device node must not cost 4 million comparisons per rescan. */
+	qsort(names, n_names, sizeof(*names), cmp_str);
+	qsort(byid, n_ids, sizeof(*byid), cmp_id_entry);
+	for (size_t k = 0; k < n_ids; k++) {
+		const char *id = byid[k].id;
+
+		if ((k > 0 && strcmp(byid[k - 1].id, id) == 0) ||
+		    bsearch(&id, names, n_names, sizeof(*names), cmp_str))
+			ids[byid[k].dev][0] = '\0';
+	}
+	return ids;
+}
+
+static int add_device(cJSON *devices, const char *name, const struct disc_device *dev,
+		      const struct spec_options *opts, const char *dev_root)
+{
+	cJSON *nodes = new_device(devices, name);
+
+	if (!nodes)
+		return -ENOMEM;
+	return add_device_nodes(nodes, dev, opts, dev_root);
+}
+
 int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec)
 {
 	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
 	const char *dev_root = opts->dev_root ? opts->dev_root : "/dev";
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	_cleanup_free_ char(*ids)[SPEC_ID_MAX + 1] = NULL;
+	_cleanup_free_ bool *emit = NULL;
 	cJSON *devices, *all_nodes, *version;
 	size_t index = 0;
 	char err[512];
@@ -140,6 +261,16 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 		return -EINVAL;
 	if (dev_root[0] != '/')
 		return -EINVAL;
+
+	emit = calloc(node->n_devices ? node->n_devices : 1, sizeof(*emit));
+	if (!emit)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices; i++)
+		emit[i] = disc_device_usable(&node->devices[i]) &&
+			  rdma_name_is_cdi_safe(node->devices[i].name);
+	ids = spec_ids(node, emit);
+	if (!ids)
+		return -ENOMEM;
 
 	spec = cJSON_CreateObject();
 	if (!spec)
@@ -155,22 +286,16 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	for (size_t i = 0; i < node->n_devices; i++) {
 		const struct disc_device *dev = &node->devices[i];
 		char index_name[32];
-		cJSON *nodes;
 
-		if (!disc_device_usable(dev) || !rdma_name_is_cdi_safe(dev->name))
+		if (!emit[i])
 			continue;
-		nodes = new_device(devices, dev->name);
-		if (!nodes)
-			return -ENOMEM;
-		r = add_device_nodes(nodes, dev, opts, dev_root);
-		if (r < 0)
-			return r;
+		r = add_device(devices, dev->name, dev, opts, dev_root);
+		if (r >= 0 && ids[i][0])
+			r = add_device(devices, ids[i], dev, opts, dev_root);
 		/* The index alias: a convenience for podman users, not stable across hotplug. */
 		snprintf(index_name, sizeof(index_name), "%zu", index++);
-		nodes = new_device(devices, index_name);
-		if (!nodes)
-			return -ENOMEM;
-		r = add_device_nodes(nodes, dev, opts, dev_root);
+		if (r >= 0)
+			r = add_device(devices, index_name, dev, opts, dev_root);
 		if (r < 0)
 			return r;
 	}
@@ -181,11 +306,9 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	if (!all_nodes)
 		return -ENOMEM;
 	for (size_t i = 0; i < node->n_devices; i++) {
-		const struct disc_device *dev = &node->devices[i];
-
-		if (!disc_device_usable(dev) || !rdma_name_is_cdi_safe(dev->name))
+		if (!emit[i])
 			continue;
-		r = add_device_nodes(all_nodes, dev, opts, dev_root);
+		r = add_device_nodes(all_nodes, &node->devices[i], opts, dev_root);
 		if (r < 0)
 			return r;
 	}

@@ -3,8 +3,8 @@
  * specs: device model -> CDI spec for rdma-cdi, and the spec files rdma-cdi owns.
  *
  * This is rdma-cdi's policy on top of the generic cdi/ module: which devices a node
- * gets (one per usable RDMA device, by name and by index, plus "all"), which edits they
- * carry (uverbs per device, umad/issm with --with-mad, rdma_cm and the memlock hook once
+ * gets (one per usable RDMA device, by name, by device ID and by index, plus "all"),
+ * which edits they carry (uverbs per device, umad/issm with --with-mad, rdma_cm and the memlock hook once
  * per spec), and how the file is put in place without touching anything we did not
  * write. `generate` and the bridge share it, so both always write the same spec.
  */
@@ -22,6 +22,10 @@
 #define SPEC_DYNAMIC_DIR "/var/run/cdi"
 #define SPEC_HOOK_ARG0 "rdma-cdi-hook"  /* args[0] of our hook: marks specs we wrote */
 #define SPEC_ALL_DEVICE "all"
+/* Longest device ID: 63 (kubelet device IDs) minus the longest "-s<k>" the bridge appends
+ * in shared mode (k < 1000), so an HCA's ID is the same whatever --shared says. */
+#define SPEC_ID_SUFFIX_MAX 5
+#define SPEC_ID_MAX (63 - SPEC_ID_SUFFIX_MAX)
 
 struct spec_options {
 	const char *kind;       /* NULL = SPEC_DEFAULT_KIND */
@@ -32,11 +36,28 @@ struct spec_options {
 };
 
 /*
- * Builds the spec for every usable device of node. Returns 0, -ENODEV when the node
- * has no usable device, -EINVAL on an invalid kind, -ENOMEM. The tree is validated
- * (cdi_spec_validate) before it is returned; cdiVersion is cdi_min_version().
+ * Builds the spec for every usable device of node: per HCA a device named by its RDMA
+ * name, one named by its device ID (spec_device_id(), when that differs from the RDMA
+ * name, is a valid CDI name and names nothing else in the spec) and one by its index;
+ * then "all". Returns 0, -ENODEV when the node has no usable device, -EINVAL on an
+ * invalid kind, -ENOMEM. The tree is validated (cdi_spec_validate) before it is
+ * returned; cdiVersion is cdi_min_version().
  */
 int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec);
+
+/*
+ * The device ID of node->devices[i]: the name the kubelet sees (the bridge appends "-s<k>"
+ * in shared mode) and the spec's second name of the device, so the two never disagree:
+ *   - the PCI address of its function, "0000:3b:00.0";
+ *   - "<pci>-<rdma-name>" for every usable device of a function that carries more than one
+ *     usable RDMA device, so no ID depends on which of them was found first;
+ *   - the RDMA name for a device without PCI address (rxe, siw, SFs);
+ *   - an ID longer than SPEC_ID_MAX has "<rdma-name>" replaced by "x" + 8 hex digits of
+ *     the FNV-1a hash of the name.
+ * IDs never contain an index, so they survive hotplug of other devices. node's devices
+ * must be in discovery order (siblings on a function adjacent).
+ */
+void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC_ID_MAX + 1]);
 
 /* "rdma.example/hca" + "mlx5_0" -> "rdma.example/hca=mlx5_0" (malloc'd, NULL on OOM). */
 char *spec_qualified_name(const char *kind, const char *device);

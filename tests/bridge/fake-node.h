@@ -118,9 +118,15 @@ static inline struct fake_node *fake_dgx(void)
 	};
 	struct fake_node *f = fake_new(ELEMENTSOF(devs));
 
-	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
-		fake_add(f, devs[i].name, devs[i].pci, devs[i].path, devs[i].numa, true,
-			 devs[i].active);
+	for (size_t i = 0; i < ELEMENTSOF(devs); i++) {
+		struct disc_device *d = fake_add(f, devs[i].name, devs[i].pci, devs[i].path,
+						 devs[i].numa, true, devs[i].active);
+
+		/* mlx5_8 and mlx5_9 are the RoCE functions. */
+		snprintf(d->ports[0].link_layer, sizeof(d->ports[0].link_layer), "%s",
+			 strcmp(d->name, "mlx5_8") && strcmp(d->name, "mlx5_9") ? "InfiniBand"
+										: "Ethernet");
+	}
 	return f;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Allocate over the device table: validation of hostile requests, the response of each
- * device-list strategy, shared mode, and the CDI annotation key.
+ * device-list strategy, shared mode, ncclEnv, and the CDI annotation key.
  */
 #include "fake-node.h"
 
@@ -312,6 +312,104 @@ static void test_shared(void)
 	fake_free(f);
 }
 
+/* Allocate on a table with nccl_env, packed and unpacked as the kubelet receives it. */
+static V1beta1__AllocateResponse *allocate_wire(const struct dp_table *t, const char *const *ids)
+{
+	V1beta1__AllocateRequest *req = request(ids);
+	V1beta1__AllocateResponse *resp = NULL, *back = NULL;
+	char err[256];
+	uint8_t *buf;
+	size_t len;
+
+	if (dp_allocate(t, req, &resp, err, sizeof(err)) == 0) {
+		len = protobuf_c_message_get_packed_size(&resp->base);
+		buf = malloc(len);
+		protobuf_c_message_pack(&resp->base, buf);
+		back = v1beta1__allocate_response__unpack(NULL, len, buf);
+		free(buf);
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	} else {
+		printf("#   allocate: %s\n", err);
+	}
+	free_req(req);
+	return back;
+}
+
+static const char *env_of(const V1beta1__AllocateResponse *r, size_t c, const char *key)
+{
+	if (!r || c >= r->n_container_responses)
+		return NULL;
+	return map_get(r->container_responses[c]->n_envs, r->container_responses[c]->envs, key);
+}
+
+static void test_nccl_env(void)
+{
+	struct fake_node *f = fake_dgx();
+	struct dp_table_options o = {.nccl_env = true};
+	struct dp_table *t = table_of(&f->node, 0, 0);
+	V1beta1__AllocateResponse *r;
+	struct disc_device *dev;
+
+	/* Off by default: a pod that did not ask gets no NCCL or UCX variable. */
+	r = allocate_wire(t, (const char *[]){"0000:3c:00.0", NULL, NULL});
+	ok(r && env_of(r, 0, "RDMA_CDI_DEVICES") && !env_of(r, 0, "NCCL_IB_HCA") &&
+	       !env_of(r, 0, "UCX_NET_DEVICES") && r->container_responses[0]->n_envs == 1,
+	   "ncclEnv off: only RDMA_CDI_DEVICES");
+	v1beta1__allocate_response__free_unpacked(r, NULL);
+	dp_table_free(t);
+
+	/* mlx5_4 gets a second port, ACTIVE; its first goes DOWN: health stays (one is up). */
+	dev = &f->node.devices[5];
+	dev->ports = realloc(dev->ports, 2 * sizeof(*dev->ports));
+	dev->ports[1] = dev->ports[0];
+	dev->ports[1].num = 2;
+	dev->ports[0].state = 1;
+	dev->n_ports = 2;
+	/* mlx5_6: both ports ACTIVE. */
+	dev = &f->node.devices[7];
+	dev->ports = realloc(dev->ports, 2 * sizeof(*dev->ports));
+	dev->ports[1] = dev->ports[0];
+	dev->ports[1].num = 2;
+	dev->n_ports = 2;
+	ok(dp_table_build(&f->node, NULL, &o, &t) == 0 && t->nccl_env, "table with ncclEnv");
+
+	r = allocate_wire(
+	    t, (const char *[]){"0000:9b:00.0", "0000:3c:00.0", NULL, "0000:1a:00.0", NULL, NULL});
+	is_str(env_of(r, 0, "NCCL_IB_HCA"), "=mlx5_3,mlx5_5",
+	       "NCCL_IB_HCA: exact-match form, the container's HCAs in table order");
+	is_str(env_of(r, 0, "UCX_NET_DEVICES"), "mlx5_3:1,mlx5_5:1",
+	       "UCX_NET_DEVICES: each HCA with its ACTIVE port");
+	is_str(env_of(r, 0, "RDMA_CDI_DEVICES"), "mlx5_3,mlx5_5", "RDMA_CDI_DEVICES still there");
+	is_str(env_of(r, 1, "NCCL_IB_HCA"), "=mlx5_0", "second container: its own HCA only");
+	is_str(env_of(r, 1, "UCX_NET_DEVICES"), "mlx5_0:1", "second container: its own port");
+	v1beta1__allocate_response__free_unpacked(r, NULL);
+
+	r = allocate_wire(t, (const char *[]){"0000:ba:00.0", "0000:9a:00.0", NULL, NULL});
+	is_str(env_of(r, 0, "NCCL_IB_HCA"), "=mlx5_4,mlx5_6", "two-port HCAs: named once each");
+	is_str(env_of(r, 0, "UCX_NET_DEVICES"), "mlx5_4:2,mlx5_6:1,mlx5_6:2",
+	       "UCX_NET_DEVICES: only ACTIVE ports (mlx5_4's port 1 is DOWN), every ACTIVE one");
+	v1beta1__allocate_response__free_unpacked(r, NULL);
+
+	/* An HCA whose ports are all down is refused, so the variables never name it; were
+	 * its health set otherwise, UCX gets its first port rather than losing the HCA. */
+	t->hcas[9].healthy = true;
+	r = allocate_wire(t, (const char *[]){"0000:d8:00.0", NULL, NULL});
+	is_str(env_of(r, 0, "UCX_NET_DEVICES"), "mlx5_9:1", "no ACTIVE port: the first port");
+	v1beta1__allocate_response__free_unpacked(r, NULL);
+	dp_table_free(t);
+
+	/* Shared mode: several slots of one HCA name it once. */
+	o.shared = 4;
+	ok(dp_table_build(&f->node, NULL, &o, &t) == 0, "shared table with ncclEnv");
+	r = allocate_wire(t, (const char *[]){"0000:3c:00.0-s2", "0000:1a:00.0-s0",
+					      "0000:3c:00.0-s0", NULL, NULL});
+	is_str(env_of(r, 0, "NCCL_IB_HCA"), "=mlx5_0,mlx5_3", "shared: each HCA once");
+	is_str(env_of(r, 0, "UCX_NET_DEVICES"), "mlx5_0:1,mlx5_3:1", "shared: each port once");
+	v1beta1__allocate_response__free_unpacked(r, NULL);
+	dp_table_free(t);
+	fake_free(f);
+}
+
 static void test_annotation_suffix(void)
 {
 	char buf[DP_ANNOTATION_SUFFIX_MAX + 1], buf2[DP_ANNOTATION_SUFFIX_MAX + 1];
@@ -341,6 +439,7 @@ int main(void)
 	test_strategies();
 	test_rejects();
 	test_shared();
+	test_nccl_env();
 	test_annotation_suffix();
 	return tap_done();
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GetPreferredAllocation on a DGX-like node: must-include first, then NUMA, then the
- * nearest common PCIe switch, then health; deterministic whatever the request order;
+ * GetPreferredAllocation on a DGX-like node: must-include first, then the fabric (link
+ * layer), distinct HCAs before second shared slots, NUMA, the nearest common PCIe
+ * switch, then health; deterministic whatever the request order;
  * fast on 2,000 devices. The same answers on the checked-in dgx sysfs fixture.
  */
 #include <time.h>
@@ -42,6 +43,22 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 	return r;
 }
 
+/* How many of the space-separated words of s end in suffix. */
+static int count_words(const char *s, const char *suffix)
+{
+	size_t sl = strlen(suffix);
+	int n = 0;
+
+	while (*s) {
+		size_t l = strcspn(s, " ");
+
+		n += l >= sl && strncmp(s + l - sl, suffix, sl) == 0;
+		s += l;
+		s += *s == ' ';
+	}
+	return n;
+}
+
 static const char *const all10[] = {
     "0000:1a:00.0", "0000:1b:00.0", "0000:3b:00.0", "0000:3c:00.0", "0000:5e:00.0",
     "0000:9a:00.0", "0000:9b:00.0", "0000:ba:00.0", "0000:bb:00.0", "0000:d8:00.0",
@@ -71,11 +88,91 @@ static void check_dgx(const struct dp_table *t, const char *what)
 	    "%s: 4 with one must-include: same NUMA node, switch first, healthy before unhealthy",
 	    what);
 	P(t, all10, ((const char *const[]){"0000:9a:00.0"}), 6, out);
-	is_str(out, "0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0 0000:d8:00.0 0000:1a:00.0",
-	       "%s: NUMA before health, then the other node", what);
+	is_str(out, "0000:9a:00.0 0000:9b:00.0 0000:ba:00.0 0000:bb:00.0 0000:1a:00.0 0000:1b:00.0",
+	       "%s: the fabric before NUMA: IB on the other node before RoCE on this one", what);
+	P(t, ((const char *const[]){"0000:5e:00.0", "0000:9a:00.0"}),
+	  ((const char *const[]){"0000:3c:00.0"}), 2, out);
+	is_str(out, "0000:3c:00.0 0000:9a:00.0",
+	       "%s: IB must-include, RoCE on its NUMA node or IB on the other: IB", what);
+	P(t, all10, ((const char *const[]){"0000:5e:00.0"}), 2, out);
+	is_str(out, "0000:5e:00.0 0000:d8:00.0",
+	       "%s: RoCE must-include: the other RoCE function, across NUMA nodes", what);
+	P(t, all10, ((const char *const[]){"0000:5e:00.0"}), 3, out);
+	is_str(out, "0000:5e:00.0 0000:d8:00.0 0000:1a:00.0",
+	       "%s: RoCE exhausted: then NUMA and switch rules among the rest", what);
 	P(t, ib8, ((const char *const[]){"0000:1a:00.0", "0000:bb:00.0"}), 4, out);
 	is_str(out, "0000:1a:00.0 0000:bb:00.0 0000:1b:00.0 0000:ba:00.0",
 	       "%s: must-include on both nodes: the switch siblings of each", what);
+}
+
+static enum dp_link link_of_id(const struct dp_table *t, const char *id)
+{
+	long i = dp_table_find(t, id);
+
+	return i < 0 ? DP_LINK_UNKNOWN : t->hcas[t->ids[i].hca].link;
+}
+
+/*
+ * Issue 6: a 2-HCA request got one InfiniBand HCA and one RoCE function because both sat
+ * on NUMA node 0. Over every subset of the 10 devices as the available set (all healthy:
+ * the kubelet offers only healthy ones), a 2-device answer never mixes the fabrics when
+ * one of them has two candidates, and a RoCE must-include gets the other RoCE function.
+ */
+static void check_one_fabric(struct dp_table *t, const char *what)
+{
+	unsigned subsets = 0, mixed = 0, roce_wrong = 0, roce_cases = 0;
+	bool saved[16];
+	char out[256];
+
+	for (size_t i = 0; i < t->n_hcas && i < 16; i++) {
+		saved[i] = t->hcas[i].healthy;
+		t->hcas[i].healthy = true;
+	}
+	for (unsigned mask = 0; mask < 1u << 10; mask++) {
+		const char *avail[10];
+		size_t n = 0, n_ib = 0, n_eth = 0;
+		char a[64], b[64];
+
+		for (unsigned k = 0; k < 10; k++)
+			if (mask & (1u << k)) {
+				avail[n++] = all10[k];
+				n_ib += link_of_id(t, all10[k]) == DP_LINK_INFINIBAND;
+				n_eth += link_of_id(t, all10[k]) == DP_LINK_ETHERNET;
+			}
+		if (n < 2)
+			continue;
+		subsets++;
+		if (prefer(t, avail, n, NULL, 0, 2, out, sizeof(out)) != 2 ||
+		    sscanf(out, "%63s %63s", a, b) != 2 ||
+		    ((n_ib >= 2 || n_eth >= 2) && link_of_id(t, a) != link_of_id(t, b))) {
+			if (mixed++ == 0)
+				printf("#   %s: answer \"%s\" mixes fabrics (subset %#x)\n", what,
+				       out, mask);
+		}
+		/* mlx5_8 (0000:5e:00.0) and mlx5_9 (0000:d8:00.0) are bits 4 and 9. */
+		if ((mask & (1u << 4)) && (mask & (1u << 9))) {
+			roce_cases++;
+			prefer(t, avail, n, (const char *const[]){"0000:5e:00.0"}, 1, 2, out,
+			       sizeof(out));
+			roce_wrong += strcmp(out, "0000:5e:00.0 0000:d8:00.0") != 0;
+		}
+	}
+	/* Node 0 has one IB HCA and one RoCE function, node 1 one RoCE function: the fabric
+	 * with most candidates overall wins, not the first on the fullest node. */
+	prefer(t, (const char *const[]){"0000:1a:00.0", "0000:5e:00.0", "0000:d8:00.0"}, 3, NULL, 0,
+	       2, out, sizeof(out));
+	is_str(out, "0000:5e:00.0 0000:d8:00.0",
+	       "%s: anchor on the fabric with most healthy candidates: 2 RoCE, not IB + RoCE",
+	       what);
+	ok(subsets == 1013 && mixed == 0,
+	   "%s: 2 devices, no must-include, %u available sets: never IB + RoCE when one fabric "
+	   "has two (%u mixed)",
+	   what, subsets, mixed);
+	ok(roce_cases == 256 && roce_wrong == 0,
+	   "%s: RoCE must-include: the other RoCE function in all %u sets (%u wrong)", what,
+	   roce_cases, roce_wrong);
+	for (size_t i = 0; i < t->n_hcas && i < 16; i++)
+		t->hcas[i].healthy = saved[i];
 }
 
 /* Every container request gets a response, even an empty one: their number is bounded. */
@@ -118,9 +215,11 @@ static void test_dgx(void)
 	const char *const numa1[] = {"0000:bb:00.0", "0000:9b:00.0", "0000:ba:00.0",
 				     "0000:1a:00.0"};
 	const char *const junk[] = {"nope", "0000:3c:00.0", "0000:3c:00.0", "", "0000:3b:00.0"};
+	const char *all20[20];
 	char out[1024], out2[1024];
 
 	check_dgx(t, "synthetic");
+	check_one_fabric(t, "synthetic");
 	prefer(t, all10, 10, none, 0, 4, out, sizeof(out));
 	is_str(out, "0000:1a:00.0 0000:1b:00.0 0000:3b:00.0 0000:3c:00.0",
 	       "no must-include: anchored on the node with most healthy devices");
@@ -145,12 +244,28 @@ static void test_dgx(void)
 	test_container_cap(t);
 	dp_table_free(t);
 
-	/* Shared mode: replicas of the must-include HCA come first (same function). */
+	/* Shared mode: a second slot of an HCA gives the pod nothing more (Allocate hands
+	 * each HCA out once): distinct HCAs first, second slots after. */
 	t = table_of(&f->node, 2, 0);
 	prefer(t, (const char *const[]){"0000:1b:00.0-s0", "0000:1a:00.0-s1", "0000:9a:00.0-s0"}, 3,
 	       (const char *const[]){"0000:1a:00.0-s0"}, 1, 3, out, sizeof(out));
-	is_str(out, "0000:1a:00.0-s0 0000:1a:00.0-s1 0000:1b:00.0-s0",
-	       "shared: same HCA, then its switch sibling");
+	is_str(out, "0000:1a:00.0-s0 0000:1b:00.0-s0 0000:9a:00.0-s0",
+	       "shared: distinct HCAs before a second slot of the must-include HCA");
+	prefer(t,
+	       (const char *const[]){"0000:1b:00.0-s1", "0000:1a:00.0-s1", "0000:1b:00.0-s0",
+				     "0000:5e:00.0-s0"},
+	       4, (const char *const[]){"0000:1a:00.0-s0"}, 1, 4, out, sizeof(out));
+	is_str(out, "0000:1a:00.0-s0 0000:1b:00.0-s0 0000:1a:00.0-s1 0000:1b:00.0-s1",
+	       "shared: then second slots, and still no RoCE slot for an IB pod");
+	for (size_t i = 0; i < t->n_ids; i++)
+		all20[i] = t->ids[i].id;
+	prefer(t, all20, 20, none, 0, 4, out, sizeof(out));
+	is_str(out, "0000:1a:00.0-s0 0000:1b:00.0-s0 0000:3b:00.0-s0 0000:3c:00.0-s0",
+	       "shared, no must-include: 4 slots on 4 HCAs of one fabric and NUMA node");
+	prefer(t, all20, 20, none, 0, 10, out, sizeof(out));
+	ok(count_words(out, "-s0") == 8 && count_words(out, "-s1") == 2 &&
+	       !strstr(out, "0000:5e:00.0") && !strstr(out, "0000:d8:00.0"),
+	   "shared, 10 slots: all 8 IB HCAs, then 2 second IB slots, no RoCE (%s)", out);
 	dp_table_free(t);
 	fake_free(f);
 }
@@ -170,6 +285,10 @@ static void test_fixture(const char *data_dir)
 	for (size_t i = 0; i < t->n_hcas; i++)
 		t->hcas[i].healthy = strcmp(t->hcas[i].name, "mlx5_9") != 0;
 	check_dgx(t, "fixture");
+	ok(link_of_id(t, "0000:1a:00.0") == DP_LINK_INFINIBAND &&
+	       link_of_id(t, "0000:5e:00.0") == DP_LINK_ETHERNET,
+	   "fixture: the table knows IB from RoCE (first port's link_layer)");
+	check_one_fabric(t, "fixture");
 	dp_table_free(t);
 	disc_node_free(node);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The device table: kubelet device IDs (the rule in bridge-internal.h), shared mode,
- * the spec filter and the ListAndWatch list.
+ * The device table: kubelet device IDs (the rule in bridge-internal.h) and the spec
+ * devices they name, shared mode, pools, the spec filter, link layers and UCX ports, and
+ * the ListAndWatch list with its size bound.
  */
 #include "fake-node.h"
 
@@ -217,6 +218,204 @@ static void test_scale(void)
 	fake_free(f);
 }
 
+/* One pool per fabric: each table holds only its devices, with the IDs of the full table. */
+static void test_pools(void)
+{
+	struct fake_node *f = fake_dgx();
+	bool ib[10], roce[10];
+	struct dp_table_options o = {.include = ib};
+	struct dp_table *all = table_of(&f->node, 0, 0), *t = NULL, *u = NULL;
+	size_t n_ib = 0;
+	bool same = true;
+
+	for (size_t i = 0; i < f->node.n_devices; i++) {
+		ib[i] = strcmp(f->node.devices[i].ports[0].link_layer, "InfiniBand") == 0;
+		roce[i] = !ib[i];
+		n_ib += ib[i];
+	}
+	ok(dp_table_build(&f->node, NULL, &o, &t) == 0 && t->n_hcas == 8 && t->n_ids == 8 &&
+	       n_ib == 8,
+	   "IB pool: the 8 IB HCAs (%zu)", t ? t->n_hcas : 0);
+	for (size_t i = 0; t && i < t->n_ids; i++) {
+		same &= t->hcas[t->ids[i].hca].link == DP_LINK_INFINIBAND &&
+			strcmp(id_of(all, t->hcas[t->ids[i].hca].name), t->ids[i].id) == 0;
+	}
+	ok(same, "IB pool: only IB HCAs, each with its ID of the whole node");
+	ok(t && dp_table_find(t, "0000:5e:00.0") == -1, "IB pool: a RoCE ID is unknown to it");
+	o.include = roce;
+	o.shared = 3;
+	o.nccl_env = true;
+	ok(dp_table_build(&f->node, NULL, &o, &u) == 0 && u->n_hcas == 2 && u->n_ids == 6 &&
+	       u->shared == 3 && u->nccl_env && !t->nccl_env && t->shared == 1,
+	   "RoCE pool: its own shared mode and ncclEnv, the other pool's untouched");
+	is_str(u->hcas[0].name, "mlx5_8", "RoCE pool: mlx5_8 first (table order)");
+	ok(u->hcas[0].link == DP_LINK_ETHERNET && u->hcas[1].link == DP_LINK_ETHERNET,
+	   "RoCE pool: link layer Ethernet");
+	is_str(u->ids[0].id, "0000:5e:00.0-s0", "RoCE pool: slot IDs");
+	dp_table_free(u);
+	dp_table_free(t);
+
+	/* A device selected by a pool but not usable is never taken. */
+	f->node.devices[0].has_uverbs = false;
+	memset(ib, 1, sizeof(ib));
+	o = (struct dp_table_options){.include = ib};
+	ok(dp_table_build(&f->node, NULL, &o, &t) == 0 && t->n_hcas == 9 &&
+	       dp_table_find(t, "0000:1a:00.0") == -1,
+	   "include[] cannot bring in an unusable device");
+	f->node.devices[0].has_uverbs = true;
+	dp_table_free(t);
+	memset(ib, 0, sizeof(ib));
+	ok(dp_table_build(&f->node, NULL, &o, &t) == 0 && t->n_hcas == 0 && t->n_ids == 0,
+	   "an empty pool: an empty table");
+	dp_table_free(t);
+	dp_table_free(all);
+	fake_free(f);
+}
+
+/* The ID of every advertised HCA is a device of the spec, with that HCA's uverbs node. */
+static void test_ids_name_spec_devices(void)
+{
+	struct fake_node *f = fake_new(8);
+	struct spec_options so = {0};
+	cJSON *spec = NULL;
+	bool pool[8] = {false, true, true, true, true, true};
+	struct dp_table_options o = {.include = pool, .shared = 2};
+	struct dp_table *t = NULL;
+	size_t good = 0;
+	char name[64];
+
+	fake_add(f, "mlx5_0", "0000:3b:00.0", "devices/pci0000:3a/0000:3b:00.0", 0, true, true);
+	fake_add(f, "mlx5_bond_0", "0000:3b:00.0", "devices/pci0000:3a/0000:3b:00.0", 0, true,
+		 true);
+	fake_add(f, "mlx5_1", "0000:3b:00.1", "devices/pci0000:3a/0000:3b:00.1", 0, true, true);
+	fake_add(f, "rxe0", "", "devices/virtual/net/eth0", -1, true, true);
+	memset(name, 'q', 60);
+	name[60] = '\0';
+	fake_add(f, name, "0000:5e:00.0", "devices/pci0000:5d/0000:5e:00.0", 0, true, true);
+	fake_add(f, "mlx5_2", "0000:5e:00.0", "devices/pci0000:5d/0000:5e:00.0", 0, true, true);
+	for (size_t i = 0; i < f->node.n_devices; i++)
+		f->node.devices[i].uverbs.major = 231;
+	ok(spec_build(&f->node, &so, &spec) == 0, "spec of the node");
+	/* mlx5_0 is in no pool: its sibling keeps the "<pci>-<name>" form all the same. */
+	ok(dp_table_build(&f->node, spec, &o, &t) == 0 && t->n_hcas == 5, "pool table, shared 2");
+	for (size_t i = 0; t && i < t->n_ids; i++) {
+		const struct dp_hca *h = &t->hcas[t->ids[i].hca];
+		char base[DP_ID_MAX + 1];
+		const cJSON *d, *n;
+		size_t l = strlen(t->ids[i].id);
+
+		snprintf(base, sizeof(base), "%.*s", (int)(l - 3), t->ids[i].id);
+		cJSON_ArrayForEach (d, cJSON_GetObjectItem(spec, "devices")) {
+			if (strcmp(cJSON_GetObjectItem(d, "name")->valuestring, base) != 0)
+				continue;
+			n = cJSON_GetArrayItem(
+			    cJSON_GetObjectItem(cJSON_GetObjectItem(d, "containerEdits"),
+						"deviceNodes"),
+			    0);
+			good += strcmp(cJSON_GetObjectItem(n, "path")->valuestring + 16,
+				       h->nodes[0]) == 0;
+		}
+	}
+	ok(t && good == t->n_ids,
+	   "every ID minus \"-s<k>\" names a spec device with its HCA's uverbs (%zu of %zu)", good,
+	   t ? t->n_ids : 0);
+	is_str(id_of(t, "mlx5_bond_0"), "0000:3b:00.0-mlx5_bond_0-s0",
+	       "a sibling outside the pool still counts (the spec has both)");
+	ok(id_of(t, name) && strncmp(id_of(t, name), "0000:5e:00.0-x", 14) == 0,
+	   "long name: the hashed ID in both (%s)", id_of(t, name));
+	dp_table_free(t);
+	cJSON_Delete(spec);
+	fake_free(f);
+}
+
+static void test_link_and_ports(void)
+{
+	struct fake_node *f = fake_new(4);
+	struct dp_table *t;
+	struct disc_device *d;
+
+	d = fake_add(f, "mlx5_0", "0000:1a:00.0", "devices/pci0000:17/0000:1a:00.0", 0, true, true);
+	snprintf(d->ports[0].link_layer, sizeof(d->ports[0].link_layer), "InfiniBand");
+	d = fake_add(f, "mlx5_1", "0000:1b:00.0", "devices/pci0000:17/0000:1b:00.0", 0, true, true);
+	snprintf(d->ports[0].link_layer, sizeof(d->ports[0].link_layer), "Ethernet");
+	d->ports = realloc(d->ports, 3 * sizeof(*d->ports));
+	d->ports[1] = d->ports[0];
+	d->ports[1].num = 2;
+	d->ports[1].state = 1;
+	d->ports[2] = d->ports[0];
+	d->ports[2].num = 3;
+	d->n_ports = 3;
+	d = fake_add(f, "siw0", "", "devices/virtual/net/lo", -1, true, false);
+	snprintf(d->ports[0].link_layer, sizeof(d->ports[0].link_layer), "Unknown");
+	d->n_ports = 0;
+	t = table_of(&f->node, 0, 0);
+	ok(t->hcas[0].link == DP_LINK_INFINIBAND && t->hcas[1].link == DP_LINK_ETHERNET &&
+	       t->hcas[2].link == DP_LINK_UNKNOWN,
+	   "link layer from the first port: IB, Ethernet, unknown without ports");
+	is_str(t->hcas[0].ucx, "mlx5_0:1", "UCX entry: the ACTIVE port");
+	is_str(t->hcas[1].ucx, "mlx5_1:1,mlx5_1:3", "UCX entries: ACTIVE ports only, in order");
+	is_str(t->hcas[2].ucx, "siw0:1", "no port at all: port 1");
+	dp_table_free(t);
+	fake_free(f);
+}
+
+/*
+ * The kubelet drops a ListAndWatch message beyond 4 MiB. A table refuses more than
+ * DP_LIST_IDS_MAX IDs, and one at the bound, every ID 63 chars, Unhealthy and with a NUMA
+ * node, packs to less than 2 MiB.
+ */
+static void test_list_bound(void)
+{
+	struct fake_node *f = fake_new(80);
+	V1beta1__ListAndWatchResponse *resp = NULL;
+	bool half[80];
+	struct dp_table_options o = {.shared = 256};
+	struct dp_table *t = NULL;
+	size_t packed = 0;
+
+	ok(dp_list_ids_needed(10, 0) == 10 && dp_list_ids_needed(10, 1) == 10 &&
+	       dp_list_ids_needed(64, 256) == 16384 && dp_list_ids_needed(SIZE_MAX, 2) == SIZE_MAX,
+	   "dp_list_ids_needed: HCAs x slots, exclusive = 1, saturating");
+	for (unsigned i = 0; i < 80; i++) {
+		char name[16], pci[16];
+
+		snprintf(name, sizeof(name), "mlx5_%u", i);
+		snprintf(pci, sizeof(pci), "0000:%02x:00.0", i + 1);
+		fake_add(f, name, pci, "devices/pci0000:00", 1000, true, false);
+		half[i] = i < 64;
+	}
+	ok(dp_table_build(&f->node, NULL, &o, &t) == -E2BIG && !t,
+	   "80 HCAs x 256 slots = 20480 IDs > %d: -E2BIG", DP_LIST_IDS_MAX);
+	o.include = half;
+	o.shared = 257;
+	ok(dp_table_build(&f->node, NULL, &o, &t) == -E2BIG && !t, "64 x 257 = 16448: -E2BIG");
+	o.shared = 256;
+	ok(dp_table_build(&f->node, NULL, &o, &t) == 0 && t->n_ids == DP_LIST_IDS_MAX,
+	   "64 x 256 = %d IDs: built (the pool counts, not the node)", DP_LIST_IDS_MAX);
+	if (!t) {
+		fake_free(f);
+		return;
+	}
+	/* Worst case on the wire: every ID at the 63-char limit (unique). */
+	for (size_t i = 0; i < t->n_ids; i++) {
+		char n[8];
+
+		memset(t->ids[i].id, 'x', DP_ID_MAX);
+		t->ids[i].id[DP_ID_MAX] = '\0';
+		snprintf(n, sizeof(n), "%05u", (unsigned)i % 100000u);
+		memcpy(t->ids[i].id, n, 5);
+	}
+	ok(strlen(t->ids[0].id) == DP_ID_MAX && !t->hcas[0].healthy, "IDs of 63 chars, Unhealthy");
+	if (dp_list_response(t, &resp) == 0) {
+		packed = protobuf_c_message_get_packed_size(&resp->base);
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	}
+	ok(packed > (size_t)DP_LIST_IDS_MAX * 63 && packed < (2u << 20),
+	   "ListAndWatch at the bound packs to %zu bytes (< 2 MiB, kubelet limit 4 MiB)", packed);
+	dp_table_free(t);
+	fake_free(f);
+}
+
 int main(void)
 {
 	test_pci_ids();
@@ -226,6 +425,10 @@ int main(void)
 	test_shared_mode();
 	test_spec_filter();
 	test_list_response();
+	test_pools();
+	test_ids_name_spec_devices();
+	test_link_and_ports();
+	test_list_bound();
 	test_scale();
 	return tap_done();
 }

@@ -407,6 +407,9 @@ def inner(a):
 
     cases = [
         ("%s=mlx5_3" % KIND, [3], "by name"),
+        # The device ID the bridge gives the kubelet, as a CDI name (issue 6 item 5).
+        ("%s=0000:3c:00.0" % KIND, [3], "by PCI address, the kubelet's device ID"),
+        ("%s=0000:5e:00.0" % KIND, [8], "by PCI address: the RoCE mlx5_8"),
         ("%s=0" % KIND, [0], "by index 0"),
         ("%s=4" % KIND, [8], "by index 4 (PCI order: the RoCE mlx5_8)"),
         ("%s=all" % KIND, list(range(N_UVERBS)), "all"),

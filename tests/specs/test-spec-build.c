@@ -98,9 +98,9 @@ static void test_basic(void)
 	   "strcmp(cJSON_GetObjectItem(spec, \"cdiVersion\")->valuestring, \"0.5.0\") == 0");
 	ok(strcmp(cJSON_GetObjectItem(spec, "kind")->valuestring, SPEC_DEFAULT_KIND) == 0,
 	   "strcmp(cJSON_GetObjectItem(spec, \"kind\")->valuestring, SPEC_DEFAULT_KIND) == 0");
-	/* mlx5_0, 0, ibp12s0, 1, all */
-	ok(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "devices")) == 5,
-	   "cJSON_GetArraySize(cJSON_GetObjectItem(spec, \"devices\")) == 5");
+	/* mlx5_0, 0000:0c:00.0, 0, ibp12s0, 0000:12:00.0, 1, all */
+	ok(cJSON_GetArraySize(cJSON_GetObjectItem(spec, "devices")) == 7,
+	   "cJSON_GetArraySize(cJSON_GetObjectItem(spec, \"devices\")) == 7");
 	ok(find_device(spec, "mlx5_1") == NULL, "find_device(spec, \"mlx5_1\") == NULL");
 
 	d = find_device(spec, "mlx5_0");
@@ -220,6 +220,138 @@ static void test_no_spec(void)
 	ok(spec == NULL, "spec == NULL");
 }
 
+static const char *device_name(const cJSON *spec, int i)
+{
+	return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "devices"), i),
+				   "name")
+	    ->valuestring;
+}
+
+static int count_named(const cJSON *spec, const char *name)
+{
+	const cJSON *d;
+	int n = 0;
+
+	cJSON_ArrayForEach (d, cJSON_GetObjectItem(spec, "devices"))
+		n += strcmp(cJSON_GetObjectItem(d, "name")->valuestring, name) == 0;
+	return n;
+}
+
+/* The ID device carries exactly the edits of the name device. */
+static bool same_edits(const cJSON *spec, const char *a, const char *b)
+{
+	const cJSON *x = find_device(spec, a), *y = find_device(spec, b);
+
+	return x && y &&
+	       cJSON_Compare(cJSON_GetObjectItem(x, "containerEdits"),
+			     cJSON_GetObjectItem(y, "containerEdits"), true);
+}
+
+static void test_device_ids(void)
+{
+	struct disc_port ports[7];
+	struct disc_device devs[7];
+	struct disc_node node = {.devices = devs, .n_devices = 7};
+	struct spec_options opts = {.with_mad = true};
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	static const char *const want[] = {
+	    "mlx5_0",
+	    "0000:3b:00.0-mlx5_0",
+	    "0",
+	    "mlx5_bond_0",
+	    "0000:3b:00.0-mlx5_bond_0",
+	    "1",
+	    "mlx5_1",
+	    "0000:3b:00.1",
+	    "2",
+	    "rxe0",
+	    "3",
+	    "all",
+	};
+	char id[SPEC_ID_MAX + 1];
+	int n;
+
+	for (unsigned i = 0; i < 7; i++)
+		ports[i] = ib_port(1, i, true);
+	/* Two usable RDMA devices on one function (a bond and its port), one device whose
+	 * sibling has no uverbs, one without PCI address; devs[4..6] come into play below. */
+	set_dev(&devs[0], "mlx5_0", "0000:3b:00.0", 0, &ports[0]);
+	set_dev(&devs[1], "mlx5_bond_0", "0000:3b:00.0", 1, &ports[1]);
+	set_dev(&devs[2], "mlx5_1", "0000:3b:00.1", 2, &ports[2]);
+	set_dev(&devs[3], "mlx5_x", "0000:3b:00.1", -1, &ports[3]);
+	set_dev(&devs[4], "rxe0", "", 4, &ports[4]);
+	node.n_devices = 5;
+	ok(spec_build(&node, &opts, &spec) == 0, "IDs: spec builds");
+	if (!spec)
+		return;
+	n = cJSON_GetArraySize(cJSON_GetObjectItem(spec, "devices"));
+	ok(n == (int)ELEMENTSOF(want), "IDs: %d devices: name, ID, index per HCA, then all", n);
+	for (int i = 0; i < n && i < (int)ELEMENTSOF(want); i++)
+		ok(strcmp(device_name(spec, i), want[i]) == 0 &&
+		       cdi_device_name_is_valid(device_name(spec, i)),
+		   "IDs: device %d is \"%s\" (want \"%s\"), a valid CDI name", i,
+		   device_name(spec, i), want[i]);
+	ok(same_edits(spec, "0000:3b:00.0-mlx5_0", "mlx5_0") &&
+	       same_edits(spec, "0000:3b:00.0-mlx5_bond_0", "mlx5_bond_0") &&
+	       same_edits(spec, "0000:3b:00.1", "mlx5_1"),
+	   "IDs: each ID device carries its HCA's edits (uverbs, umad, issm)");
+	ok(cJSON_GetArraySize(nodes_of(find_device(spec, "0000:3b:00.1"))) == 3,
+	   "IDs: --with-mad reaches the ID device (uverbs2, umad2, issm2)");
+	spec_device_id(&node, 4, id);
+	ok(strcmp(id, "rxe0") == 0, "IDs: no PCI address: the RDMA name (%s), defined once", id);
+	cJSON_Delete(TAKE_PTR(spec));
+
+	/* Names too long for <pci>-<name>: hashed, distinct, within SPEC_ID_MAX. */
+	memset(devs[0].name, 'n', 50);
+	devs[0].name[50] = '\0';
+	memcpy(devs[1].name, devs[0].name, 51);
+	devs[1].name[49] = 'm';
+	{
+		char a[SPEC_ID_MAX + 1], b[SPEC_ID_MAX + 1];
+
+		spec_device_id(&node, 0, a);
+		spec_device_id(&node, 1, b);
+		ok(strncmp(a, "0000:3b:00.0-x", 14) == 0 && strlen(a) == 22 && strcmp(a, b) != 0,
+		   "IDs: <pci>-<50 chars> is too long: <pci>-x<8 hex> (%s, %s)", a, b);
+		ok(spec_build(&node, &opts, &spec) == 0 && find_device(spec, a) &&
+		       same_edits(spec, a, devs[0].name),
+		   "IDs: the hashed ID is a spec device too");
+		cJSON_Delete(TAKE_PTR(spec));
+	}
+	snprintf(devs[0].name, sizeof(devs[0].name), "%.*s", SPEC_ID_MAX - 13,
+		 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnop");
+	spec_device_id(&node, 0, id);
+	ok(strlen(id) == SPEC_ID_MAX && strncmp(id, "0000:3b:00.0-abc", 16) == 0,
+	   "IDs: exactly SPEC_ID_MAX (%d) chars: kept as is", SPEC_ID_MAX);
+
+	/* Hostile names: an RDMA name equal to another device's ID, and "all"/index-like IDs
+	 * from a garbage PCI address. The spec stays valid and defines each name once. */
+	set_dev(&devs[0], "mlx5_0", "0000:3b:00.0", 0, &ports[0]);
+	set_dev(&devs[1], "0000:3c:00.0", "0000:3b:00.1", 1, &ports[1]);
+	set_dev(&devs[2], "mlx5_2", "0000:3c:00.0", 2, &ports[2]);
+	set_dev(&devs[3], "mlx5_3", "all", 3, &ports[3]);
+	set_dev(&devs[4], "mlx5_4", "42", 4, &ports[4]);
+	set_dev(&devs[5], "mlx5_5", "0000:3e:00.0", 5, &ports[5]);
+	set_dev(&devs[6], "mlx5_6", "0000:3e:00.0", -1, &ports[6]);
+	node.n_devices = 7;
+	ok(spec_build(&node, &opts, &spec) == 0, "IDs with hostile names: spec builds, validated");
+	if (!spec)
+		return;
+	ok(count_named(spec, "0000:3c:00.0") == 1 &&
+	       has_node(nodes_of(find_device(spec, "0000:3c:00.0")), "/dev/infiniband/uverbs1", 231,
+			193),
+	   "IDs: a name equal to another device's ID keeps the name; that ID device is left out");
+	ok(find_device(spec, "0000:3b:00.1") && find_device(spec, "0000:3b:00.0") &&
+	       find_device(spec, "0000:3e:00.0"),
+	   "IDs: the other devices keep their ID devices");
+	ok(has_node(nodes_of(find_device(spec, "all")), "/dev/infiniband/uverbs3", 231, 195) &&
+	       cJSON_GetArraySize(nodes_of(find_device(spec, "all"))) == 6 * 3,
+	   "IDs: an ID \"all\" does not shadow the all device");
+	ok(has_node(nodes_of(find_device(spec, "4")), "/dev/infiniband/uverbs4", 231, 196) &&
+	       !find_device(spec, "42"),
+	   "IDs: an all-digit ID does not shadow an index alias");
+}
+
 static void test_qualified_name(void)
 {
 	_cleanup_free_ char *q = spec_qualified_name("rdma.example/hca", "mlx5_3");
@@ -233,6 +365,7 @@ int main(void)
 	test_basic();
 	test_with_mad_and_options();
 	test_no_spec();
+	test_device_ids();
 	test_qualified_name();
 	return tap_done();
 }

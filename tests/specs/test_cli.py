@@ -129,7 +129,13 @@ class Content(Tmp):
             self.assertIn(f"mlx5_{i}", by)
             self.assertIn(str(i), by)
         self.assertIn("all", by)
-        self.assertEqual(len(s["devices"]), 21)
+        # Each HCA also by the device ID the kubelet sees: its PCI address.
+        disc = json.loads(run("discover", "--json", "--sysfs-root", sysfs("dgx"),
+                              check=0).stdout)
+        for d in disc["devices"]:
+            self.assertEqual(by[d["pci"]]["containerEdits"], by[d["name"]]["containerEdits"])
+        self.assertEqual(self.nodes(by["0000:3c:00.0"]), self.nodes(by["mlx5_3"]))
+        self.assertEqual(len(s["devices"]), 31)
         self.assertEqual(self.nodes(by["mlx5_3"]),
                          {"/dev/infiniband/uverbs3":
                           (231, 195, self.dev + "/infiniband/uverbs3")})
@@ -163,6 +169,13 @@ class Content(Tmp):
         self.assertNotIn("smi1", names)  # no uverbs: not usable through verbs
         for n in ("rocep59s0f0", "ibp12s0", "mlx5_bond_0"):
             self.assertIn(n, names)
+        # mlx5_0 shares 0000:0b:00.0 with smi1, which is not usable: the bare address.
+        self.assertIn("0000:0b:00.0", names)
+        # The SF has no PCI address: its RDMA name is its ID, not defined twice.
+        self.assertIn("rocep59s0f0S88", names)
+        self.assertEqual(len([d for d in s["devices"] if d["name"] == "rocep59s0f0S88"]), 1)
+        self.assertNotIn("0000:d8:00.0", names)  # mlx5_4: not usable
+        self.assertIn("0000:d8:00.1", names)
         p = run("generate", "--sysfs-root", sysfs("quirks"), "--output", "-",
                 "--hook-path", HOOK, check=0)
         self.assertIn("smi1", p.stderr)  # reported, not silently dropped
