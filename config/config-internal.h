@@ -27,3 +27,9 @@ int cfg_error(int r, char *err, size_t errlen, const char *fmt, ...) _printf_(4,
 
 /* Gives c (no pools yet) the one default pool. 0 or -ENOMEM. */
 int cfg_default_pool(struct cfg *c);
+
+/* Whether s matches the shell glob pattern ('*', '?', [a-z], [!x], \x), as fnmatch(3)
+ * with no flags (or FNM_CASEFOLD when fold), in O(len(pattern) x len(s)). */
+bool cfg_glob_match(const char *pattern, const char *s, bool fold);
+/* The reason pattern is not a well-formed glob ('[' unterminated, trailing '\'), or NULL. */
+const char *cfg_glob_problem(const char *pattern);

@@ -687,7 +687,7 @@ static int parse_str_list(struct ctx *x, const struct ynode *n, const char *path
 	*ret = v;
 	for (size_t i = 0; i < n->n_kids; i++) {
 		const struct ynode *it = n->kids[i];
-		const char *s, *norm = NULL;
+		const char *s, *norm = NULL, *why;
 
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
 		r = get_string(x, it, ipath, CFG_PATTERN_MAX, &s);
@@ -700,6 +700,9 @@ static int parse_str_list(struct ctx *x, const struct ynode *n, const char *path
 				return fail(
 				    x, it, ipath,
 				    "invalid pattern %s: printable ASCII without spaces or '/'", q);
+			why = cfg_glob_problem(s);
+			if (why)
+				return fail(x, it, ipath, "invalid pattern %s: %s", q, why);
 			break;
 		case STR_DRIVER:
 			if (!name_is_safe(s, DISC_NAME_MAX - 1))

@@ -3,17 +3,16 @@
  * Pool selection: which pool each usable device of a scan goes to, and the text of
  * `rdma-cdi config check`.
  */
-#include <fnmatch.h>
 #include <string.h>
 
 #include "config-internal.h"
 
-static bool glob_any(char *const *globs, size_t n, const char *s, int flags)
+static bool glob_any(char *const *globs, size_t n, const char *s, bool fold)
 {
 	if (!*s)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (fnmatch(globs[i], s, flags) == 0)
+		if (cfg_glob_match(globs[i], s, fold))
 			return true;
 	return false;
 }
@@ -21,7 +20,7 @@ static bool glob_any(char *const *globs, size_t n, const char *s, int flags)
 static bool netdev_matches(char *const *globs, size_t n, const struct disc_device *d)
 {
 	for (size_t i = 0; i < d->n_ports; i++)
-		if (glob_any(globs, n, d->ports[i].netdev, 0))
+		if (glob_any(globs, n, d->ports[i].netdev, false))
 			return true;
 	return false;
 }
@@ -80,13 +79,12 @@ bool cfg_pool_matches(const struct cfg_pool *p, const struct disc_node *node,
 		return false;
 	if (s->n_drivers && !str_in(s->drivers, s->n_drivers, d->driver))
 		return false;
-	if (s->n_names && !glob_any(s->names, s->n_names, d->name, 0))
+	if (s->n_names && !glob_any(s->names, s->n_names, d->name, false))
 		return false;
 	if (s->n_netdevs && !netdev_matches(s->netdevs, s->n_netdevs, d))
 		return false;
 	/* sysfs writes PCI addresses in lower case; a file may not. */
-	if (s->n_pci_addresses &&
-	    !glob_any(s->pci_addresses, s->n_pci_addresses, d->pci, FNM_CASEFOLD))
+	if (s->n_pci_addresses && !glob_any(s->pci_addresses, s->n_pci_addresses, d->pci, true))
 		return false;
 	if (s->n_pf_names && !pf_name_matches(s, node, d))
 		return false;

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +331,9 @@ static const struct bad bads[] = {
     {"glob with a slash", SEL "      pciAddresses: [\"../0000\"]\n", -EINVAL,
      "t.yaml:4:22: pools[0].selectors.pciAddresses[0]: invalid pattern \"../0000\": printable "
      "ASCII without spaces or '/'"},
+    {"unterminated bracket", SEL "      netdevs: [\"ens[12f0\"]\n", -EINVAL,
+     "t.yaml:4:17: pools[0].selectors.netdevs[0]: invalid pattern \"ens[12f0\": has a '[' "
+     "without its ']'"},
     {"bad driver", SEL "      drivers: [\"mlx5 core\"]\n", -EINVAL,
      "t.yaml:4:17: pools[0].selectors.drivers[0]: invalid driver name \"mlx5 core\": up to 63 "
      "characters of [A-Za-z0-9_.:-]"},
@@ -454,6 +459,105 @@ static void test_bounds(void)
 	ok(cfg_parse("foo: 1", 6, NULL, &c, NULL, 0) == -EINVAL, "err may be NULL");
 	ok(cfg_parse("foo: 1", 6, NULL, &c, err, 12) == -EINVAL && !strcmp(err, "<config>:1:"),
 	   "short err buffer truncated, <config> when no filename");
+}
+
+/* ---- globs -------------------------------------------------------------------------- */
+
+static void test_glob(void)
+{
+	static const char *const pats[] = {
+	    "mlx5_*", "mlx5_?", "*",	   "",	     "mlx5_[0-3]", "mlx5_[!0-3]",  "mlx5_[^0]",
+	    "[]x]*",  "[!]x]*", "*_*_*",   "ib*s0",  "*0",	   "m*5*1",	   "\\*x",
+	    "a\\?",   "[a-]*",	"[-a]*",   "*[0-9]", "ens[1-2]f*", "0000:3?:00.*", "**",
+	    "x**y",   "[abc",	"mlx5_1[", "*S88",   "?*?",	   "[[]*",	   "*]",
+	};
+	static const char *const strs[] = {
+	    "mlx5_0",
+	    "mlx5_1",
+	    "mlx5_12",
+	    "mlx5_",
+	    "",
+	    "ibp26s0",
+	    "]x",
+	    "xx",
+	    "-a",
+	    "a-",
+	    "*x",
+	    "\\x",
+	    "a?",
+	    "ab",
+	    "ens1f0",
+	    "ens3f0",
+	    "0000:3b:00.0",
+	    "x",
+	    "xy",
+	    "xaay",
+	    "[abc",
+	    "mlx5_1[",
+	    "rocep59s0f0S88",
+	    "a",
+	    "[",
+	    "]",
+	    "mlx5_bond_0",
+	    "m5_1",
+	};
+	bool same = true, any = false;
+	struct timespec t0, t1;
+	char name[65];
+	double ms;
+
+	for (size_t i = 0; i < ELEMENTSOF(pats); i++)
+		for (size_t k = 0; k < ELEMENTSOF(strs); k++) {
+			bool want = fnmatch(pats[i], strs[k], 0) == 0;
+
+			if (cfg_glob_match(pats[i], strs[k], false) != want) {
+				printf("#   '%s' on '%s': fnmatch says %d\n", pats[i], strs[k],
+				       want);
+				same = false;
+			}
+			want = fnmatch(pats[i], strs[k], FNM_CASEFOLD) == 0;
+			if (cfg_glob_match(pats[i], strs[k], true) != want) {
+				printf("#   '%s' on '%s' folded: fnmatch says %d\n", pats[i],
+				       strs[k], want);
+				same = false;
+			}
+		}
+	ok(same, "globs agree with fnmatch(3) on %zu x %zu cases", ELEMENTSOF(pats),
+	   ELEMENTSOF(strs));
+	ok(cfg_glob_match("0000:3B:00.[0-1]", "0000:3b:00.1", true) &&
+	       !cfg_glob_match("0000:3B:00.[0-1]", "0000:3b:00.1", false),
+	   "fold: case-insensitive only when asked");
+
+	/* 128 stars against a 64-character name: fnmatch backtracks exponentially. */
+	memset(name, 'a', 64);
+	name[64] = '\0';
+	{
+		char pat[260];
+		size_t o = 0;
+
+		for (int i = 0; i < 127; i++) {
+			pat[o++] = '*';
+			pat[o++] = 'a';
+		}
+		pat[o++] = 'b';
+		pat[o] = '\0';
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < 1000; i++)
+			any = any || cfg_glob_match(pat, name, false);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ok(!any, "the hostile glob does not match");
+		/* 32 x "*a" + "a" needs 33 a's: the 64 of name do. */
+		pat[o - 1] = 'a';
+		ok(!cfg_glob_match(pat, name, false), "127 x '*a' + 'a' needs 128 a's");
+		ok(cfg_glob_match(pat + 2 * 95, name, false), "32 x '*a' + 'a' matches 64 a's");
+	}
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (!ok(ms < 1000, "1000 matches of a 255-character, 127-star glob take < 1 s"))
+		printf("#   took %.1f ms\n", ms);
+
+	EQ_STR(cfg_glob_problem("mlx5_[0-3"), "has a '[' without its ']'", "unterminated [");
+	EQ_STR(cfg_glob_problem("mlx5\\"), "ends in a lone '\\'", "trailing backslash");
+	ok(!cfg_glob_problem("[]]\\[x*"), "escaped [ and a ] member are fine");
 }
 
 /* ---- cfg_equal ---------------------------------------------------------------------- */
@@ -1073,6 +1177,7 @@ int main(int argc, char **argv)
 	test_minimal_and_defaults();
 	test_errors();
 	test_bounds();
+	test_glob();
 	test_equal();
 	test_load();
 	test_dgx();
