@@ -193,6 +193,59 @@ static int check_node_props(struct ctx *x, const yaml_event_t *e, const yaml_cha
 	return 0;
 }
 
+/*
+ * The node an event opens or is (*ret, NULL for events that are not nodes), after the
+ * checks that need only the event. depth: the open collections around it.
+ */
+static int node_from_event(struct ctx *x, const yaml_event_t *e, size_t depth, struct ynode **ret)
+{
+	unsigned line = (unsigned)e->start_mark.line + 1, col = (unsigned)e->start_mark.column + 1;
+	struct ynode *n;
+	int r;
+
+	*ret = NULL;
+	switch (e->type) {
+	case YAML_ALIAS_EVENT:
+		return fail_at(x, -EINVAL, line, col, NULL, "YAML aliases are not accepted");
+	case YAML_SCALAR_EVENT:
+		r = check_node_props(x, e, e->data.scalar.anchor, e->data.scalar.tag);
+		if (r < 0)
+			return r;
+		n = ynode_new(YN_SCALAR, e->start_mark);
+		if (!n || !(n->value = malloc(e->data.scalar.length + 1))) {
+			ynode_free(n);
+			return -ENOMEM;
+		}
+		memcpy(n->value, e->data.scalar.value, e->data.scalar.length);
+		n->value[e->data.scalar.length] = '\0';
+		n->len = e->data.scalar.length;
+		n->plain = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		if (e->type == YAML_SEQUENCE_START_EVENT)
+			r = check_node_props(x, e, e->data.sequence_start.anchor,
+					     e->data.sequence_start.tag);
+		else
+			r = check_node_props(x, e, e->data.mapping_start.anchor,
+					     e->data.mapping_start.tag);
+		if (r < 0)
+			return r;
+		if (depth >= CFG_DEPTH_MAX)
+			return fail_at(x, -EINVAL, line, col, NULL, "nested deeper than %d levels",
+				       CFG_DEPTH_MAX);
+		n = ynode_new(e->type == YAML_SEQUENCE_START_EVENT ? YN_SEQ : YN_MAP,
+			      e->start_mark);
+		if (!n)
+			return -ENOMEM;
+		break;
+	default:
+		return 0;
+	}
+	*ret = n;
+	return 0;
+}
+
 /* Builds the tree of the single document; *ret = NULL for a stream without one. */
 static int build_tree(struct ctx *x, struct ynode **ret)
 {
@@ -213,78 +266,26 @@ static int build_tree(struct ctx *x, struct ynode **ret)
 	while (!done && r >= 0) {
 		struct ynode *n = NULL;
 		yaml_event_t e;
-		unsigned line, col;
 
 		if (!yaml_parser_parse(&p, &e))
 			return yaml_fail(x, &p);
-		line = (unsigned)e.start_mark.line + 1;
-		col = (unsigned)e.start_mark.column + 1;
-
-		switch (e.type) {
-		case YAML_STREAM_END_EVENT:
+		if (e.type == YAML_STREAM_END_EVENT)
 			done = true;
-			break;
-		case YAML_DOCUMENT_START_EVENT:
-			if (++docs > 1)
-				r = fail_at(
-				    x, -EINVAL, line, col, NULL,
-				    "more than one YAML document (a config is one document)");
-			break;
-		case YAML_ALIAS_EVENT:
-			r = fail_at(x, -EINVAL, line, col, NULL, "YAML aliases are not accepted");
-			break;
-		case YAML_SCALAR_EVENT:
-			r = check_node_props(x, &e, e.data.scalar.anchor, e.data.scalar.tag);
-			if (r < 0)
-				break;
-			n = ynode_new(YN_SCALAR, e.start_mark);
-			if (!n || !(n->value = malloc(e.data.scalar.length + 1))) {
-				ynode_free(n);
-				n = NULL;
-				r = -ENOMEM;
-				break;
-			}
-			memcpy(n->value, e.data.scalar.value, e.data.scalar.length);
-			n->value[e.data.scalar.length] = '\0';
-			n->len = e.data.scalar.length;
-			n->plain = e.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT:
-			if (e.type == YAML_SEQUENCE_START_EVENT)
-				r = check_node_props(x, &e, e.data.sequence_start.anchor,
-						     e.data.sequence_start.tag);
-			else
-				r = check_node_props(x, &e, e.data.mapping_start.anchor,
-						     e.data.mapping_start.tag);
-			if (r < 0)
-				break;
-			if (depth >= CFG_DEPTH_MAX) {
-				r = fail_at(x, -EINVAL, line, col, NULL,
-					    "nested deeper than %d levels", CFG_DEPTH_MAX);
-				break;
-			}
-			n = ynode_new(e.type == YAML_SEQUENCE_START_EVENT ? YN_SEQ : YN_MAP,
-				      e.start_mark);
-			if (!n)
-				r = -ENOMEM;
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
+		else if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT)
 			depth--;
-			break;
-		default:
-			break;
-		}
-		yaml_event_delete(&e);
-		if (r < 0 || !n)
-			continue;
-
-		if (++n_nodes > CFG_NODES_MAX) {
-			ynode_free(n);
-			r = fail_at(x, -EINVAL, line, col, NULL, "more than %d YAML nodes",
+		else if (e.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
+			r = fail_at(x, -EINVAL, (unsigned)e.start_mark.line + 1,
+				    (unsigned)e.start_mark.column + 1, NULL,
+				    "more than one YAML document (a config is one document)");
+		else
+			r = node_from_event(x, &e, depth, &n);
+		if (n && ++n_nodes > CFG_NODES_MAX)
+			r = fail_at(x, -EINVAL, n->line, n->column, NULL, "more than %d YAML nodes",
 				    CFG_NODES_MAX);
-			break;
+		yaml_event_delete(&e);
+		if (r < 0 || !n) {
+			ynode_free(n);
+			continue;
 		}
 		if (depth == 0) {
 			root = n;
