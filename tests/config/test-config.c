@@ -403,7 +403,8 @@ static char *repeat(const char *head, const char *item, size_t n, const char *ta
 
 static void test_bounds(void)
 {
-	char item[64], *s, *big;
+	static const char crlf[] = "pools:\r\n- resourceName: a.io/b\r\n  mode: x\r\n";
+	char *s, *big;
 	size_t n = 0, len;
 	struct cfg *c = NULL;
 	char err[512] = "";
@@ -428,7 +429,6 @@ static void test_bounds(void)
 	cfg_free(c);
 	free(s);
 
-	snprintf(item, sizeof(item), "x");
 	s = repeat(SEL "      names: [\"", "x", 257, "\"]\n");
 	parse_err(s, -EINVAL,
 		  "t.yaml:4:15: pools[0].selectors.names[0]: longer than 256 characters",
@@ -454,6 +454,37 @@ static void test_bounds(void)
 	   "120001 nodes refused");
 	EQ_STR(err, "t.yaml:1:200003: more than 100000 YAML nodes", "node bound message");
 	free(s);
+
+	/* Resource names: the domain bound (253 minus "requests."), then the string bound. */
+	s = repeat("pools:\n  - resourceName: ", "a", 245, "/ib\n");
+	parse_err(s, -EINVAL,
+		  "t.yaml:2:19: pools[0].resourceName: invalid resource name "
+		  "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\": domain "
+		  "longer than 244 characters",
+		  "245-character domain");
+	free(s);
+	s = repeat("pools:\n  - resourceName: ", "a", 244, "/ib\n");
+	c = parse_ok(s, "244-character domain");
+	cfg_free(c);
+	c = NULL;
+	free(s);
+	s = repeat("pools:\n  - resourceName: a.io/", "a", 320, "\n");
+	parse_err(s, -EINVAL, "t.yaml:2:19: pools[0].resourceName: longer than 317 characters",
+		  "320-character resource name");
+	free(s);
+
+	/* A NUL byte in the buffer is a control character to libyaml. */
+	err[0] = '\0';
+	ok(cfg_parse("kind: a\0b\n", 10, "t.yaml", &c, err, sizeof(err)) == -EBADMSG && !c,
+	   "NUL byte refused");
+	EQ_STR(err, "t.yaml:1:8: invalid YAML: control characters are not allowed", "NUL message");
+	/* CRLF line ends count lines as LF does. */
+	ok(cfg_parse(crlf, strlen(crlf), "t.yaml", &c, err, sizeof(err)) == -EINVAL, "CRLF file");
+	EQ_STR(err, "t.yaml:3:9: pools[0].mode: expected exclusive or shared, got \"x\"",
+	       "CRLF positions");
+	parse_err("pools:\n- ResourceName: a.io/b\n", -EINVAL,
+		  "t.yaml:2:3: pools[0]: unknown key \"ResourceName\" (did you mean resourceName?)",
+		  "key in the wrong case");
 
 	/* err NULL is fine; a short err is cut, still terminated. */
 	ok(cfg_parse("foo: 1", 6, NULL, &c, NULL, 0) == -EINVAL, "err may be NULL");
@@ -655,6 +686,12 @@ static void test_load(void)
 	}
 	snprintf(path, sizeof(path), "%s/absent.yaml", dir);
 	ok(cfg_load(path, &c, err, sizeof(err)) == -ENOENT && !c, "absent file: -ENOENT");
+	{
+		char want[512];
+
+		snprintf(want, sizeof(want), "%s: No such file or directory", path);
+		EQ_STR(err, want, "absent file message");
+	}
 
 	snprintf(path, sizeof(path), "%s/config.yaml", dir);
 	f = fopen(path, "we");
@@ -724,6 +761,12 @@ static void test_load(void)
 	}
 	fclose(f);
 	ok(cfg_load(path, &c, err, sizeof(err)) == -EFBIG && !c, "a file over 1 MiB is refused");
+	{
+		char want[512];
+
+		snprintf(want, sizeof(want), "%s: larger than 1048576 bytes", path);
+		EQ_STR(err, want, "over 1 MiB message");
+	}
 
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
