@@ -96,9 +96,9 @@ struct cfg {
 /*
  * Parses a config file's contents (buf need not be NUL-terminated; len bytes). filename
  * only names the file in messages (NULL = "<config>"). An empty file, or one with only
- * comments, gives the defaults (as cfg_default). Returns 0 and a new *ret, -EBADMSG
- * (YAML syntax) or -EINVAL (not a valid config) with one line in err, -ENOMEM. Never
- * logs.
+ * comments, gives the defaults (as cfg_default). Returns 0 and a new *ret, or with one
+ * line in err: -EBADMSG (YAML syntax), -EINVAL (not a valid config), -EFBIG (len over
+ * CFG_FILE_MAX), -ENOMEM. Never logs.
  *
  * Strictness (see docs/config.md): unknown and duplicate keys, anchors, aliases, tags,
  * several documents and empty selector lists are errors; a list key takes a YAML list
@@ -174,11 +174,11 @@ DEFINE_CLEANUP_FUNC(struct cfg_assignment, cfg_assignment_free)
 
 /*
  * The text of `rdma-cdi config check`: the settings, then each pool with its mode,
- * device count, kubelet ID count and devices (name, PCI address, link layer, NUMA node,
- * PF/VF), the usable devices no pool takes, the unusable ones, then the warnings as
- * "warning: ..." lines. Written to out (the only function here that writes, and only
- * there). 0, or cfg_assign's error (err filled, nothing written), or -EIO when out
- * fails.
+ * device count, kubelet ID count and devices (name, PCI address, link layers, NUMA node,
+ * PF/VF, driver, netdevs), the usable devices no pool takes, the unusable ones, then the
+ * warnings as "warning: ..." lines. Written to out (the only function here that writes,
+ * and only there). 0, or cfg_assign's error (err filled, nothing written), or -EIO when
+ * out fails.
  */
 int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, char *err,
 	       size_t errlen);
