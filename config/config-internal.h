@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config internals shared by the module's files and its tests. Not a public API.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/* Nesting the format needs is 5 (document, pools, pool, selectors, list). */
+#define CFG_DEPTH_MAX 16
+/* YAML nodes in one file: far more than any real config, bounds the parse tree. */
+#define CFG_NODES_MAX 100000
+
+/* The reason name is not a kubelet extended resource name, or NULL when it is one. The
+ * rule of the kubelet's IsExtendedResourceName, as bridge_resource_name_is_valid(). */
+const char *cfg_resource_name_problem(const char *name);
+
+/* Copies s (len bytes) into buf as a double-quoted, escaped string for one-line
+ * messages, shortened with "..." past 64 characters. Returns buf. */
+const char *cfg_quote(char *buf, size_t size, const char *s, size_t len);
+
+/* Fills err with the formatted line (when err and errlen), returns r. */
+int cfg_error(int r, char *err, size_t errlen, const char *fmt, ...) _printf_(4, 5);
+
+/* Gives c (no pools yet) the one default pool. 0 or -ENOMEM. */
+int cfg_default_pool(struct cfg *c);
+
+/* Whether s matches the shell glob pattern ('*', '?', [a-z], [!x], \x), as fnmatch(3)
+ * with no flags (or FNM_CASEFOLD when fold), in O(len(pattern) x len(s)). */
+bool cfg_glob_match(const char *pattern, const char *s, bool fold);
+/* The reason pattern is not a well-formed glob ('[' unterminated, trailing '\'), or NULL. */
+const char *cfg_glob_problem(const char *pattern);

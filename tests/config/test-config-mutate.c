@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Hostile files: 50000 seeded random mutations of a full config (bytes replaced,
+ * inserted, deleted; YAML punctuation favoured). Whatever the parser gets, it returns
+ * 0 or -EINVAL/-EBADMSG, an error is exactly one "FILE:LINE:COLUMN: " line pointing into
+ * the file, and an accepted file assigns and reports on a fixture node. Under ASan this
+ * is the memory-safety net for the parser.
+ * Usage: test-config-mutate TESTS_DATA_DIR (TAP on stdout).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tap.h"
+#include "config.h"
+
+static const char seed[] = "kind: rdma.example/hca\n"
+			   "specDir: /var/run/cdi\n"
+			   "withMad: false\n"
+			   "memlock: 64M\n"
+			   "pools:\n"
+			   "  - resourceName: rdma.example/ib\n"
+			   "    mode: shared\n"
+			   "    sharedSlots: 16\n"
+			   "    ncclEnv: false\n"
+			   "    selectors:\n"
+			   "      linkLayers: [InfiniBand]\n"
+			   "      vendors: [\"15b3\"]\n"
+			   "      deviceIDs: [\"1021\"]\n"
+			   "      drivers: [mlx5_core]\n"
+			   "      names: [\"mlx5_*\"]\n"
+			   "      netdevs: [\"ib*\"]\n"
+			   "      pciAddresses: [\"0000:*\"]\n"
+			   "      numaNodes: [0, 1]\n"
+			   "  - {resourceName: a.io/vf, selectors: {pfNames: [ens1f0], vf: true}}\n"
+			   "  - resourceName: a.io/rest\n";
+
+static const char punct[] = "[]{},:-*&!?#'\"\\\n \t0aZ~|>%@`";
+
+/* Deterministic across libcs, unlike rand(). */
+static unsigned long long rng = 0x9e3779b97f4a7c15ULL;
+
+static unsigned next(unsigned n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
+static size_t mutate(char *buf, size_t cap)
+{
+	size_t len = strlen(seed);
+	unsigned n = 1 + next(3);
+
+	memcpy(buf, seed, len);
+	for (unsigned m = 0; m < n; m++) {
+		size_t pos = next((unsigned)len);
+		char c = next(4) ? punct[next(sizeof(punct) - 1)] : (char)next(256);
+
+		switch (next(3)) {
+		case 0:
+			buf[pos] = c;
+			break;
+		case 1:
+			if (len + 1 < cap) {
+				memmove(buf + pos + 1, buf + pos, len - pos);
+				buf[pos] = c;
+				len++;
+			}
+			break;
+		default:
+			if (len > 1) {
+				memmove(buf + pos, buf + pos + 1, len - pos - 1);
+				len--;
+			}
+		}
+	}
+	return len;
+}
+
+static unsigned count_lines(const char *buf, size_t len)
+{
+	unsigned n = 1;
+
+	for (size_t i = 0; i < len; i++)
+		/* Over-counts on purpose: libyaml also breaks lines at NEL, LS and PS
+		 * (UTF-8 c2 85, e2 80 a8/a9); this is an upper bound. */
+		n += buf[i] == '\n' || buf[i] == '\r' || (unsigned char)buf[i] == 0x85 ||
+		     (unsigned char)buf[i] == 0xa8 || (unsigned char)buf[i] == 0xa9;
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	struct disc_options o = {.dev_root = "/nonexistent-rdma-cdi-dev"};
+	struct disc_node *node = NULL;
+	size_t accepted = 0, bad_r = 0, bad_msg = 0, bad_assign = 0;
+	char root[512];
+	FILE *devnull;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s TESTS_DATA_DIR\n", argv[0]);
+		return 2;
+	}
+	snprintf(root, sizeof(root), "%s/dgx/sys", argv[1]);
+	o.sysfs_root = root;
+	if (!ok(disc_scan(&o, &node) == 0, "scan dgx")) {
+		printf("Bail out! no fixture\n");
+		return 1;
+	}
+	devnull = fopen("/dev/null", "we");
+	if (!devnull)
+		return 1;
+
+	for (int it = 0; it < 50000; it++) {
+		char buf[4096], err[512] = "";
+		size_t len = mutate(buf, sizeof(buf));
+		struct cfg *c = NULL;
+		struct cfg_assignment *a = NULL;
+		unsigned line = 0, col = 0;
+		int r = cfg_parse(buf, len, "f", &c, err, sizeof(err)), used = 0;
+
+		if ((r == 0) != !!c || (r != 0 && r != -EINVAL && r != -EBADMSG)) {
+			if (bad_r++ < 5)
+				printf("#   r = %d for: %.*s\n", r, (int)len, buf);
+		}
+		if (r < 0 &&
+		    (sscanf(err, "f:%u:%u: %n", &line, &col, &used) != 2 || used == 0 ||
+		     strchr(err, '\n') || line == 0 || col == 0 || line > count_lines(buf, len))) {
+			if (bad_msg++ < 5)
+				printf("#   message '%s'\n", err);
+		}
+		if (r == 0) {
+			int ra = cfg_assign(c, node, &a, err, sizeof(err));
+
+			accepted++;
+			if ((ra != 0 && ra != -E2BIG) ||
+			    cfg_report(c, node, devnull, err, sizeof(err)) != ra)
+				bad_assign++;
+			cfg_assignment_free(a);
+		}
+		cfg_free(c);
+	}
+	ok(bad_r == 0, "every result is 0, -EINVAL or -EBADMSG (%zu not)", bad_r);
+	ok(bad_msg == 0, "every error is one f:LINE:COLUMN line inside the file (%zu not)",
+	   bad_msg);
+	ok(bad_assign == 0, "every accepted file assigns and reports (%zu not)", bad_assign);
+	/* The mutations must exercise both sides, or the checks above prove nothing. */
+	ok(accepted > 1000 && accepted < 45000, "accepted %zu of 50000 mutated files", accepted);
+	fclose(devnull);
+	disc_node_free(node);
+	return tap_done();
+}
