@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bridge.h"
+#include "build-config.h"
 #include "follow.h"
 #include "keeper.h"
 #include "cdi.h"
@@ -67,6 +68,7 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_LOG_FORMAT,
 	OPT_WATCH,
+	OPT_CONFIG,
 };
 
 /* Which commands take which option: anything else is a usage error, not silently ignored. */
@@ -90,6 +92,7 @@ static const struct {
     {OPT_SHARED, CMD_BRIDGE},
     {OPT_RESCAN_INTERVAL, CMD_BRIDGE | CMD_GENERATE},
     {OPT_WATCH, CMD_GENERATE},
+    {OPT_CONFIG, CMD_GENERATE | CMD_BRIDGE},
 };
 
 static const struct option long_options[] = {
@@ -111,6 +114,7 @@ static const struct option long_options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"watch", no_argument, NULL, OPT_WATCH},
+    {"config", required_argument, NULL, OPT_CONFIG},
     {"help", no_argument, NULL, 'h'},
     {},
 };
@@ -128,6 +132,7 @@ static void usage(FILE *f)
 	    "  generate          write the CDI spec for them\n"
 	    "  list              list the CDI device names in the spec directories\n"
 	    "  bridge            run the kubelet device plugin\n"
+	    "  config check FILE validate a config file, show the pools it makes here\n"
 	    "  version           print the version\n"
 	    "\n"
 	    "Options:\n"
@@ -153,6 +158,8 @@ static void usage(FILE *f)
 	    "                              every SEC seconds (default 5; 0 = only on hotplug\n"
 	    "                              and SIGHUP)\n"
 	    "  --watch                     generate: keep the spec current in the foreground\n"
+	    "  --config FILE               generate, bridge: the pools/settings file (default\n"
+	    "                              " CFG_DEFAULT_PATH "; flags override it)\n"
 	    "  --log-level LEVEL           error, warning, info (default), debug\n"
 	    "  --log-format text|json      log line format\n"
 	    "\n"
@@ -328,6 +335,10 @@ static int parse_options(struct cli *cli, int argc, char **argv)
 		case OPT_WATCH:
 			cli->watch = true;
 			break;
+		case OPT_CONFIG:
+			cli->bridge.config_path = optarg;
+			cli->bridge.config_explicit = true;
+			break;
 		case OPT_LOG_LEVEL: {
 			enum log_level l;
 
@@ -459,8 +470,32 @@ static void warn_conflicts(const char *dir, const char *kind)
 	cdi_listing_free(l);
 }
 
+int cmd_config(int argc, char **argv);
+
+/* generate's settings from the config file (flags win); a missing default file is fine. */
+static int generate_config(struct cli *cli, struct cfg **ret)
+{
+	const char *path = cli->bridge.config_path ? cli->bridge.config_path : CFG_DEFAULT_PATH;
+	char err[512] = "";
+	int r = cfg_load(path, ret, err, sizeof(err));
+
+	if (r == -ENOENT && !cli->bridge.config_explicit)
+		return 0;
+	if (r < 0)
+		return log_error_errno(r, "%s", err[0] ? err : path);
+	if (!cli->spec.kind)
+		cli->spec.kind = (*ret)->kind;
+	if (!cli->spec.memlock)
+		cli->spec.memlock = (*ret)->memlock;
+	cli->spec.with_mad |= (*ret)->with_mad == 1;
+	if (!cli->write.spec_dir && !cli->write.output)
+		cli->write.spec_dir = (*ret)->spec_dir;
+	return 0;
+}
+
 static int cmd_generate(struct cli *cli)
 {
+	_cleanup_(cfg_freep) struct cfg *cfg = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_free_ char *path = NULL;
 	struct disc_node *node = NULL;
@@ -473,6 +508,8 @@ static int cmd_generate(struct cli *cli)
 
 	if (cli->n_spec_dirs == 1)
 		cli->write.spec_dir = cli->spec_dirs[0];
+	if (generate_config(cli, &cfg) < 0)
+		return EXIT_FAIL;
 	if (!cli->watch && cli->bridge.rescan_interval != 0) {
 		log_error("--rescan-interval applies to generate --watch only");
 		return EXIT_USAGE;
@@ -598,6 +635,8 @@ int main(int argc, char **argv)
 		printf("rdma-cdi %s\n", RDMA_CDI_VERSION);
 		return 0;
 	}
+	if (strcmp(argv[1], "config") == 0)
+		return cmd_config(argc - 1, argv + 1);
 	if (parse_command(argv[1], &cli.cmd) < 0) {
 		log_error("unknown command '%s' (see rdma-cdi --help)", argv[1]);
 		return EXIT_USAGE;

@@ -27,13 +27,16 @@
 
 #include "follow.h"
 #include "keeper.h"
+#include "watch.h"
 #include "plugin.h"
 
 #define EXIT_WAIT_USEC (3 * 1000000ULL) /* for server shutdowns to complete at exit */
 
+/* One pool of the config in force: one kubelet resource. */
 struct pool {
 	char *resource, *socket_name;
-	struct dp_table_options topts;
+	unsigned shared; /* 0 = exclusive */
+	bool nccl_env;
 	struct dp_plugin *plugin;
 };
 
@@ -48,6 +51,13 @@ struct bridge {
 	int dir_watch;
 	struct pool *pools;
 	size_t n_pools;
+	/* The config in force and what it makes of the flags. */
+	struct cfg *cfg;
+	struct cfg_watch *cfg_watch;
+	const char *cfg_path;
+	struct spec_options spec;
+	const char *spec_dir;
+	bool pools_loud; /* log the pool warnings of the next scan at warning level */
 	/* The spec we last wrote or found up to date: the names that resolve right now. */
 	cJSON *spec_on_disk;
 	struct spec_keeper *keeper;
@@ -86,14 +96,33 @@ static char *pool_socket_name(const char *plugin_dir, const char *resource)
 /* ---- applying a scan ---------------------------------------------------------------------- */
 
 static void publish_all(struct bridge *b, const struct disc_node *node, const cJSON *spec,
-			bool force)
+			const struct cfg_assignment *a, bool force)
 {
+	_cleanup_free_ bool *include = calloc(node->n_devices ?: 1, sizeof(bool));
+
+	if (!include) {
+		log_error("out of memory publishing the device lists");
+		return;
+	}
 	for (size_t i = 0; i < b->n_pools; i++) {
 		struct pool *p = &b->pools[i];
 		struct dp_table *t = NULL;
 		int r;
 
-		r = dp_table_build(node, spec, &p->topts, &t);
+		for (size_t d = 0; d < node->n_devices; d++)
+			include[d] = a->pool_of[d] == (long)i;
+		r = dp_table_build(
+		    node, spec,
+		    &(struct dp_table_options){
+			.kind = b->spec.kind,
+			.dev_root = b->spec.dev_root ? b->spec.dev_root : b->o->disc.dev_root,
+			.shared = p->shared,
+			.strategies = b->o->strategies,
+			.with_mad = b->spec.with_mad,
+			.include = include,
+			.nccl_env = p->nccl_env,
+		    },
+		    &t);
 		if (r < 0) {
 			log_error_errno(r, "%s: building the device table failed", p->resource);
 			continue;
@@ -173,16 +202,31 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 	bool on_disk = false;
 	int r;
 
+	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
+	char err[512] = "";
+
 	force |= b->force_next;
 	b->force_next = false;
-	r = spec_build(node, &b->o->spec, &spec);
+	r = cfg_assign(b->cfg, node, &a, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s; the device lists stay as they were", err[0] ? err : strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < a->n_warnings; i++) {
+		if (b->pools_loud)
+			log_warning("%s", a->warnings[i]);
+		else
+			log_debug("%s", a->warnings[i]);
+	}
+	b->pools_loud = false;
+	r = spec_build(node, &b->spec, &spec);
 	if (r < 0 && r != -ENODEV) {
 		log_error_errno(r, "building the CDI spec failed");
 		return;
 	}
 	/* Removals and health first, against the names that resolve now. */
 	if (b->spec_on_disk)
-		publish_all(b, node, b->spec_on_disk, false);
+		publish_all(b, node, b->spec_on_disk, a, false);
 	if (r == -ENODEV) {
 		if (!b->first_done || disc_node_count_usable(node) == 0)
 			log_warning("no usable RDMA device found: advertising none, CDI spec left "
@@ -191,9 +235,9 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 			_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
 
 			if (none)
-				publish_all(b, node, none, force);
+				publish_all(b, node, none, a, force);
 		} else if (force) {
-			publish_all(b, node, b->spec_on_disk, true);
+			publish_all(b, node, b->spec_on_disk, a, true);
 		}
 		b->first_done = true;
 		return;
@@ -202,12 +246,12 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 	if (on_disk) {
 		cJSON_Delete(b->spec_on_disk);
 		b->spec_on_disk = TAKE_PTR(spec);
-		publish_all(b, node, b->spec_on_disk, force);
+		publish_all(b, node, b->spec_on_disk, a, force);
 	} else if (!b->spec_on_disk) {
 		_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
 
 		if (none)
-			publish_all(b, node, none, force);
+			publish_all(b, node, none, a, force);
 	} else {
 		cJSON *kept = names_kept(b->spec_on_disk, spec);
 
@@ -216,7 +260,7 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 			b->spec_on_disk = kept;
 		}
 		if (force)
-			publish_all(b, node, b->spec_on_disk, true);
+			publish_all(b, node, b->spec_on_disk, a, true);
 	}
 	b->first_done = true;
 	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
@@ -250,6 +294,7 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 	struct bridge *b = userdata;
 	bool loud = reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST;
 
+	b->pools_loud |= loud;
 	if (error < 0 && !b->first_done) {
 		begin_stop(b, error); /* the first scan must work */
 		return;
@@ -346,6 +391,8 @@ static void begin_stop(struct bridge *b, int exit_code)
 	b->exit_code = exit_code;
 	disc_follow_free(b->follow);
 	b->follow = NULL;
+	cfg_watch_free(b->cfg_watch);
+	b->cfg_watch = NULL;
 	stop_plugins(b);
 	sd_event_now(b->loop, CLOCK_MONOTONIC, &b->stop_until);
 	b->stop_until += EXIT_WAIT_USEC;
@@ -451,39 +498,235 @@ static int check_options(const struct bridge_options *o)
 	return 0;
 }
 
-static int add_pool(struct bridge *b, const char *resource, const struct dp_table_options *t)
-{
-	struct pool *pools = reallocarray(b->pools, b->n_pools + 1, sizeof(*pools));
-	struct pool *p;
-	int r;
+/* ---- the config in force --------------------------------------------------------------- */
 
+static void pool_clear(struct pool *p)
+{
+	dp_plugin_free(p->plugin);
+	free(p->resource);
+	free(p->socket_name);
+	*p = (struct pool){0};
+}
+
+/* The pools a config makes of the flags: each pool's resource, sharing and ncclEnv. */
+static int pools_from(struct bridge *b, const struct cfg *c, struct pool **ret, size_t *ret_n,
+		      char *err, size_t errlen)
+{
+	const struct bridge_options *o = b->o;
+	struct pool *pools;
+
+	if (c->pools_set && (o->resource || o->shared > 1)) {
+		snprintf(err, errlen,
+			 "--resource and --shared shape the default pool only; the config "
+			 "defines its pools");
+		return -EINVAL;
+	}
+	pools = calloc(c->n_pools, sizeof(*pools));
 	if (!pools)
 		return -ENOMEM;
-	b->pools = pools;
-	p = &b->pools[b->n_pools];
-	*p = (struct pool){.topts = *t};
-	p->resource = strdup(resource);
-	p->socket_name = pool_socket_name(b->plugin_dir, resource);
-	if (!p->resource || !p->socket_name) {
-		free(p->resource);
-		free(p->socket_name);
-		return -ENOMEM;
+	for (size_t i = 0; i < c->n_pools; i++) {
+		const struct cfg_pool *cp = &c->pools[i];
+		const char *res = c->pools_set	? cp->resource_name
+				  : o->resource ? o->resource
+						: cp->resource_name;
+
+		pools[i].resource = strdup(res);
+		pools[i].socket_name = pool_socket_name(b->plugin_dir, res);
+		pools[i].shared =
+		    c->pools_set ? (cp->mode == CFG_MODE_SHARED ? cp->shared_slots : 0) : o->shared;
+		pools[i].nccl_env = cp->nccl_env;
+		if (!pools[i].resource || !pools[i].socket_name) {
+			for (size_t j = 0; j <= i; j++)
+				pool_clear(&pools[j]);
+			free(pools);
+			return -ENOMEM;
+		}
 	}
-	r = dp_plugin_new(b->loop, b->rt,
-			  &(struct dp_plugin_config){
-			      .plugin_dir = b->plugin_dir,
-			      .socket_name = p->socket_name,
-			      .resource = p->resource,
-			      .failed = on_plugin_failed,
-			      .userdata = b,
-			  },
-			  &p->plugin);
+	*ret = pools;
+	*ret_n = c->n_pools;
+	return 0;
+}
+
+/* Flags first, then the file, then the bridge's defaults. */
+static void settings_from(struct bridge *b, const struct cfg *c)
+{
+	const struct bridge_options *o = b->o;
+
+	b->spec = o->spec;
+	if (!b->spec.kind)
+		b->spec.kind = c->kind ? c->kind : SPEC_DEFAULT_KIND;
+	if (!b->spec.memlock)
+		b->spec.memlock = c->memlock;
+	b->spec.with_mad = o->spec.with_mad || c->with_mad == 1;
+	b->spec_dir = o->spec_dir ? o->spec_dir : c->spec_dir ? c->spec_dir : SPEC_DYNAMIC_DIR;
+}
+
+static int new_keeper(struct bridge *b)
+{
+	spec_keeper_free(b->keeper);
+	b->keeper = NULL;
+	return spec_keeper_new(b->loop,
+			       &(struct spec_keeper_config){
+				   .wo = {.spec_dir = b->spec_dir, .format = CDI_FORMAT_JSON},
+				   .retry = on_spec_retry,
+				   .userdata = b,
+			       },
+			       &b->keeper);
+}
+
+static int plugin_for(struct bridge *b, struct pool *p)
+{
+	return dp_plugin_new(b->loop, b->rt,
+			     &(struct dp_plugin_config){
+				 .plugin_dir = b->plugin_dir,
+				 .socket_name = p->socket_name,
+				 .resource = p->resource,
+				 .failed = on_plugin_failed,
+				 .userdata = b,
+			     },
+			     &p->plugin);
+}
+
+static void log_pools(struct bridge *b, const char *what)
+{
+	for (size_t i = 0; i < b->n_pools; i++)
+		log_info("%s pool %s: %s%s, socket %s", what, b->pools[i].resource,
+			 b->pools[i].shared > 1 ? "shared" : "exclusive",
+			 b->pools[i].nccl_env ? ", ncclEnv" : "", b->pools[i].socket_name);
+}
+
+/*
+ * A new valid config while running: pools that stay keep their plugin (socket,
+ * registration, streams); new ones serve and register; removed ones stop serving,
+ * which unregisters them (the kubelet sees the socket go). The spec follows.
+ */
+static void on_config(void *userdata, struct cfg *c, const char *err)
+{
+	struct bridge *b = userdata;
+	_cleanup_(cfg_freep) struct cfg *nc = c;
+	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
+	const struct disc_node *node = disc_follow_node(b->follow);
+	struct pool *pools = NULL;
+	size_t n = 0, added = 0, kept = 0, removed = 0;
+	const char *old_kind, *old_dir;
+	char why[512] = "";
+	int r;
+
+	if (b->stopping)
+		return;
+	if (!nc) {
+		log_error("config %s rejected, the previous config stays in force: %s", b->cfg_path,
+			  err);
+		return;
+	}
+	r = pools_from(b, nc, &pools, &n, why, sizeof(why));
+	if (r == 0 && node)
+		r = cfg_assign(nc, node, &a, why, sizeof(why));
 	if (r < 0) {
-		free(p->resource);
-		free(p->socket_name);
-		return r;
+		log_error("config %s rejected, the previous config stays in force: %s", b->cfg_path,
+			  why[0] ? why : strerror(-r));
+		for (size_t i = 0; pools && i < n; i++)
+			pool_clear(&pools[i]);
+		free(pools);
+		return;
 	}
-	b->n_pools++;
+	/* Carry the plugins of pools that stay over. */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < b->n_pools; j++)
+			if (b->pools[j].plugin &&
+			    strcmp(b->pools[j].resource, pools[i].resource) == 0) {
+				pools[i].plugin = TAKE_PTR(b->pools[j].plugin);
+				kept++;
+			}
+	for (size_t j = 0; j < b->n_pools; j++) {
+		removed += b->pools[j].plugin != NULL;
+		if (b->pools[j].plugin)
+			log_info("pool %s removed: unregistering (its socket goes)",
+				 b->pools[j].resource);
+		pool_clear(&b->pools[j]);
+	}
+	free(b->pools);
+	b->pools = pools;
+	b->n_pools = n;
+
+	old_kind = b->spec.kind;
+	old_dir = b->spec_dir;
+	{
+		_cleanup_free_ char *k = strdup(old_kind), *d = strdup(old_dir);
+
+		settings_from(b, nc);
+		if (!k || !d || strcmp(k, b->spec.kind) != 0 || strcmp(d, b->spec_dir) != 0) {
+			/* Other names or another file: nothing of the old spec counts. */
+			cJSON_Delete(b->spec_on_disk);
+			b->spec_on_disk = NULL;
+		}
+	}
+	cfg_free(b->cfg);
+	b->cfg = TAKE_PTR(nc);
+	if (new_keeper(b) < 0)
+		log_error("out of memory renewing the spec keeper");
+
+	for (size_t i = 0; i < b->n_pools; i++) {
+		struct pool *p = &b->pools[i];
+
+		if (p->plugin)
+			continue;
+		r = plugin_for(b, p);
+		if (r >= 0)
+			r = dp_plugin_start(p->plugin);
+		if (r < 0) {
+			log_error_errno(r, "pool %s cannot be served", p->resource);
+			continue;
+		}
+		added++;
+	}
+	log_info("config %s applied: %zu pool(s), %zu added, %zu kept, %zu removed", b->cfg_path,
+		 b->n_pools, added, kept, removed);
+	log_pools(b, "");
+	b->pools_loud = true;
+	if (node)
+		apply(b, node, true);
+}
+
+/* The config at start: the file if there is one (watched from now on), else defaults. */
+static int load_config(struct bridge *b)
+{
+	const struct bridge_options *o = b->o;
+	char err[512] = "";
+	int r;
+
+	b->cfg_path = o->config_path ? o->config_path : CFG_DEFAULT_PATH;
+	r = cfg_watch_new(b->loop, b->fw, b->cfg_path, on_config, b, &b->cfg, err, sizeof(err),
+			  &b->cfg_watch);
+	if (r == -ENOENT && !o->config_explicit) {
+		log_info("no config directory for %s: using the defaults, not watching",
+			 b->cfg_path);
+	} else if (r < 0) {
+		return log_error_errno(r, "config %s: %s", b->cfg_path, err);
+	} else if (!b->cfg && o->config_explicit) {
+		return log_error_errno(-ENOENT, "config %s does not exist", b->cfg_path);
+	}
+	if (!b->cfg) {
+		r = cfg_default(&b->cfg);
+		if (r < 0)
+			return log_error_errno(r, "out of memory");
+		if (b->cfg_watch)
+			log_info("%s does not exist: using the defaults (creating it applies it)",
+				 b->cfg_path);
+	} else {
+		log_info("config %s loaded (%zu pool(s))", b->cfg_path, b->cfg->n_pools);
+	}
+	r = pools_from(b, b->cfg, &b->pools, &b->n_pools, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "config %s: %s", b->cfg_path, err);
+	settings_from(b, b->cfg);
+	for (size_t i = 0; i < b->n_pools; i++) {
+		r = plugin_for(b, &b->pools[i]);
+		if (r < 0)
+			return log_error_errno(r, "creating the plugin failed");
+	}
+	log_pools(b, "");
+	b->pools_loud = true;
 	return 0;
 }
 
@@ -510,28 +753,15 @@ static int setup(struct bridge *b)
 		r = fswatch_new(b->loop, &b->fw);
 	if (r < 0)
 		return log_error_errno(r, "inotify initialisation failed");
-	r = spec_keeper_new(b->loop,
-			    &(struct spec_keeper_config){
-				.wo = {.spec_dir = o->spec_dir, .format = CDI_FORMAT_JSON},
-				.retry = on_spec_retry,
-				.userdata = b,
-			    },
-			    &b->keeper);
-	if (r < 0)
-		return log_error_errno(r, "out of memory");
 	r = gc_runtime_new(b->mb, &b->rt);
 	if (r < 0)
 		return log_error_errno(r, "starting gRPC failed");
-	r = add_pool(b, o->resource ? o->resource : BRIDGE_DEFAULT_RESOURCE,
-		     &(struct dp_table_options){
-			 .kind = o->spec.kind,
-			 .dev_root = o->spec.dev_root ? o->spec.dev_root : o->disc.dev_root,
-			 .shared = o->shared,
-			 .strategies = o->strategies,
-			 .with_mad = o->spec.with_mad,
-		     });
+	r = load_config(b);
 	if (r < 0)
-		return log_error_errno(r, "creating the plugin failed");
+		return r;
+	r = new_keeper(b);
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
 	/* Watch before looking at kubelet.sock, so its creation cannot slip between. */
 	r = fswatch_add(b->fw, b->plugin_dir,
 			IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
@@ -570,11 +800,11 @@ static void teardown(struct bridge *b)
 {
 	disc_follow_free(b->follow);
 	stop_plugins(b);
-	for (size_t i = 0; i < b->n_pools; i++) {
-		free(b->pools[i].resource);
-		free(b->pools[i].socket_name);
-	}
+	for (size_t i = 0; i < b->n_pools; i++)
+		pool_clear(&b->pools[i]);
 	free(b->pools);
+	cfg_watch_free(b->cfg_watch);
+	b->cfg_watch = NULL;
 	if (b->rt && !gc_runtime_idle(b->rt)) {
 		/* The completion-queue thread may still post: leave the rest to exit. */
 		gc_runtime_free(b->rt);
@@ -589,6 +819,7 @@ static void teardown(struct bridge *b)
 	sd_event_source_disable_unref(b->stop_tick);
 	sd_event_unref(b->loop);
 	cJSON_Delete(b->spec_on_disk);
+	cfg_free(b->cfg);
 	free(b->plugin_dir);
 }
 

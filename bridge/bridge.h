@@ -25,15 +25,25 @@ enum bridge_strategy {
 	BRIDGE_STRATEGY_DEVICE_SPECS = 1 << 2,	  /* plain DeviceSpecs */
 };
 
+/*
+ * Flags override the config file (config/config.h): a field left NULL/0/false here takes
+ * the file's value, then the default.
+ */
 struct bridge_options {
 	const char *plugin_dir; /* NULL = BRIDGE_DEFAULT_PLUGIN_DIR */
-	const char *resource;	/* NULL = BRIDGE_DEFAULT_RESOURCE */
-	unsigned strategies;	/* 0 = CDI_CRI | CDI_ANNOTATIONS */
-	unsigned shared;	/* 0 or 1 = exclusive; N > 1 = N IDs per HCA (max
-				   BRIDGE_SHARED_MAX) */
+	/* The default pool's resource and sharing (only for a config without `pools`):
+	 * NULL = BRIDGE_DEFAULT_RESOURCE; 0 or 1 = exclusive, N > 1 = N IDs per HCA (max
+	 * BRIDGE_SHARED_MAX). */
+	const char *resource;
+	unsigned shared;
+	unsigned strategies; /* 0 = CDI_CRI | CDI_ANNOTATIONS */
 	struct disc_options disc;
-	struct spec_options spec;
-	const char *spec_dir; /* NULL = SPEC_DEFAULT_DIR */
+	struct spec_options spec; /* kind, memlock NULL and with_mad false: the file's */
+	const char *spec_dir;	  /* NULL: the file's specDir, else SPEC_DYNAMIC_DIR */
+	/* The config file, watched and applied live; NULL = CFG_DEFAULT_PATH, whose absence
+	 * means the defaults. A config_path given explicitly must exist. */
+	const char *config_path;
+	bool config_explicit;
 	/* Health/hotplug rescan period in seconds: 0 = BRIDGE_DEFAULT_RESCAN_SEC, < 0 = only
 	 * on SIGHUP. A rescan that changes nothing sends nothing. */
 	int rescan_interval;

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 #include <signal.h>
 
-#include "config.h"
+#include "build-config.h"
 #include "common.h"
 #include "hooks.h"
 

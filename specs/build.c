@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "build-config.h"
 #include "specs.h"
 
 #define CONTAINER_DEV_DIR "/dev/infiniband"

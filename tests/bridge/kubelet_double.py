@@ -110,6 +110,7 @@ class Kubelet:
         self.sock = os.path.join(plugin_dir, "kubelet.sock")
         self.registrations = []   # (time.monotonic(), RegisterRequest, options from the plugin)
         self.streams = []
+        self.by_resource = {}     # resource name -> ListAndWatch stream of its latest Register
         self.channels = []
         self.cond = threading.Condition()
         self.server = None
@@ -132,6 +133,7 @@ class Kubelet:
             with self.cond:
                 self.channels.append(ch)
                 self.streams.append(stream)
+                self.by_resource[request.resource_name] = stream
         with self.cond:
             self.registrations.append((t, request, options))
             self.cond.notify_all()
@@ -171,6 +173,7 @@ class Kubelet:
         with self.cond:
             self.registrations = []
             self.streams = []
+            self.by_resource = {}
             self.channels = []
         return self.start()
 
@@ -183,6 +186,17 @@ class Kubelet:
                     return None
                 self.cond.wait(left)
             return self.registrations[n - 1]
+
+    def wait_resource(self, resource, timeout=5.0):
+        """The stream of the latest registration of resource, waiting for one."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while resource not in self.by_resource:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(left)
+            return self.by_resource[resource]
 
     def latest_stream(self):
         with self.cond:

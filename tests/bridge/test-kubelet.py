@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -843,6 +844,164 @@ def sc_fifo(c):
     tap.ok(rc == 0, "SIGTERM: exit 0 in %.2f s" % (time.monotonic() - t0), b.log_text())
 
 
+# ---- pools and live config ---------------------------------------------------------------
+
+POOLS_IB_ROCE = """\
+pools:
+  - resourceName: rdma.example/ib
+    ncclEnv: true
+    selectors:
+      linkLayers: [InfiniBand]
+  - resourceName: rdma.example/roce
+    mode: shared
+    sharedSlots: 4
+    selectors:
+      linkLayers: [Ethernet]
+"""
+POOLS_ROCE = """\
+pools:
+  - resourceName: rdma.example/roce
+    selectors:
+      linkLayers: [Ethernet]
+"""
+POOLS_IB = """\
+pools:
+  - resourceName: rdma.example/ib
+    selectors:
+      linkLayers: [InfiniBand]
+      numaNodes: [0]
+"""
+
+
+class ConfigMap:
+    """A directory laid out as the kubelet lays out a ConfigMap volume: config.yaml ->
+    ..data/config.yaml, ..data -> ..<timestamp>/; an update writes a new timestamp dir and
+    swaps ..data atomically (rename of a new symlink over it)."""
+
+    def __init__(self, root, text):
+        self.root = root
+        self.n = 0
+        os.makedirs(root)
+        self.update(text)
+        os.symlink("..data/config.yaml", os.path.join(root, "config.yaml"))
+
+    def update(self, text):
+        self.n += 1
+        ts = "..2026_12_01_00_00_%02d.%d" % (self.n, os.getpid())
+        os.makedirs(os.path.join(self.root, ts))
+        with open(os.path.join(self.root, ts, "config.yaml"), "w") as f:
+            f.write(text)
+        tmp = os.path.join(self.root, "..data_tmp")
+        os.symlink(ts, tmp)
+        old = os.path.realpath(os.path.join(self.root, "..data"))
+        os.rename(tmp, os.path.join(self.root, "..data"))
+        if self.n > 1:
+            shutil.rmtree(old)
+
+    @property
+    def path(self):
+        return os.path.join(self.root, "config.yaml")
+
+
+def env_of(resp, name):
+    return resp.container_responses[0].envs.get(name)
+
+
+def sc_pools(c):
+    """Two pools from a config: two resources, two sockets, devices split by fabric."""
+    tap = c.tap
+    cfg = os.path.join(c.work, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(POOLS_IB_ROCE)
+    c.start_kubelet()
+    b = c.bridge(["--config", cfg])
+    ib = c.kubelet.wait_resource("rdma.example/ib", 10)
+    roce = c.kubelet.wait_resource("rdma.example/roce", 10)
+    tap.ok(ib is not None and roce is not None, "both pools registered", c.log())
+    if ib is None or roce is None:
+        return
+    endpoints = sorted(r[1].endpoint for r in c.kubelet.registrations)
+    tap.ok(endpoints == [kd.socket_name("rdma.example/ib"), kd.socket_name("rdma.example/roce")],
+           "each pool on its own socket", endpoints)
+    ib_list, roce_list = ib.wait(), roce.wait()
+    tap.ok(ib_list is not None and sorted(by_id(ib_list)) == sorted(IB8),
+           "the IB pool holds the 8 InfiniBand HCAs")
+    tap.ok(roce_list is not None and len(roce_list) == 8 and
+           {d.ID.rsplit("-s", 1)[0] for d in roce_list} == {"0000:5e:00.0", "0000:d8:00.0"},
+           "the shared RoCE pool: 2 HCAs x 4 slots", [d.ID for d in roce_list or []])
+    stub = c.kubelet.plugin_stub(kd.socket_name("rdma.example/ib"))
+    resp = stub.Allocate(alloc(c.kubelet.pb, ["0000:3b:00.0", "0000:9a:00.0"]))
+    tap.ok(env_of(resp, "NCCL_IB_HCA") == "=mlx5_2,mlx5_4" and
+           env_of(resp, "UCX_NET_DEVICES") == "mlx5_2:1,mlx5_4:1",
+           "ncclEnv: NCCL_IB_HCA and UCX_NET_DEVICES name exactly the allocated HCAs",
+           dict(resp.container_responses[0].envs))
+    expect_code(tap, lambda: stub.Allocate(alloc(c.kubelet.pb, ["0000:5e:00.0"])),
+                grpc.StatusCode.INVALID_ARGUMENT, "a RoCE HCA is not the IB pool's", "unknown")
+    tap.ok(spec_has(b, "mlx5_8") and spec_has(b, "mlx5_0"), "one spec serves both pools")
+
+
+def sc_reload(c):
+    """Live reload through a ConfigMap-style swap: resources appear and vanish; an invalid
+    config is rejected in one line and the previous one stays in force."""
+    tap = c.tap
+    cm = ConfigMap(os.path.join(c.work, "cm"), POOLS_IB)
+    c.start_kubelet()
+    b = c.bridge(["--config", cm.path])
+    ib = c.kubelet.wait_resource("rdma.example/ib", 10)
+    tap.ok(ib is not None and len(ib.wait() or []) == 4, "start: the IB pool of NUMA node 0",
+           c.log())
+    ib_sock = os.path.join(c.plugin_dir, kd.socket_name("rdma.example/ib"))
+    roce_sock = os.path.join(c.plugin_dir, kd.socket_name("rdma.example/roce"))
+    t0 = time.monotonic()
+    cm.update(POOLS_IB_ROCE)
+    roce = c.kubelet.wait_resource("rdma.example/roce", 5)
+    tap.ok(roce is not None and len(roce.wait() or []) == 8,
+           "ConfigMap swap adding a pool: it registers (%.0f ms)" %
+           ((time.monotonic() - t0) * 1000), c.log())
+    lst = ib.wait(lambda ls: len(ls[-1]) == 8, 3)
+    tap.ok(lst is not None and not ib.ended, "the changed IB pool now holds all 8 IB HCAs, "
+           "on the same stream", c.log())
+    n_reg = len(c.kubelet.registrations)
+    cm.update("pools: [ {resourceName: rdma.example/ib, mode: sideways} ]\n")
+    tap.ok(b.wait_log("rejected, the previous config stays in force"),
+           "an invalid config is rejected", b.log_text())
+    line = [l for l in b.log_text().splitlines() if "rejected" in l]
+    tap.ok(len(line) == 1 and "config.yaml:1:" in line[0] and "mode" in line[0],
+           "in one line naming file, line, column and key", line)
+    time.sleep(0.5)
+    tap.ok(os.path.exists(ib_sock) and os.path.exists(roce_sock) and
+           len(c.kubelet.registrations) == n_reg and not ib.ended and not roce.ended,
+           "both pools stay served, nothing re-registered")
+    cm.update(POOLS_ROCE)
+    deadline = time.monotonic() + 3
+    while os.path.exists(ib_sock) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    tap.ok(not os.path.exists(ib_sock) and ib.wait_end(3),
+           "a pool removed: its socket goes and its stream ends (the kubelet drops it)",
+           c.log())
+    lst = roce.wait(lambda ls: len(ls[-1]) == 2, 3)
+    tap.ok(lst is not None, "the RoCE pool, now exclusive, advertises its 2 HCAs", c.log())
+    tap.ok(b.proc.poll() is None, "the bridge kept running")
+
+
+def sc_config_bad(c):
+    """A broken config at start: refused with file, line, column and key; exit 1."""
+    tap = c.tap
+    cfg = os.path.join(c.work, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("pools:\n  - resourceName: rdma.example/ib\n    selectrs: {}\n")
+    c.start_kubelet()
+    b = c.bridge(["--config", cfg])
+    rc = b.wait(10)
+    tap.ok(rc == 1, "exit 1 (%s)" % rc, b.log_text())
+    tap.ok("config.yaml:3:5" in b.log_text() and "selectrs" in b.log_text(),
+           "the message names file, line, column and key", b.log_text())
+    missing = c.bridge(["--config", os.path.join(c.work, "nope.yaml")])
+    rc = missing.wait(10)
+    tap.ok(rc == 1 and "does not exist" in missing.log_text(),
+           "an explicit --config that does not exist: exit 1", missing.log_text())
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -867,6 +1026,9 @@ SCENARIOS = {
     "port-flap": sc_port_flap,
     "spec-blocked": sc_spec_blocked,
     "fifo": sc_fifo,
+    "pools": sc_pools,
+    "reload": sc_reload,
+    "config-bad": sc_config_bad,
 }
 
 
