@@ -479,6 +479,20 @@ static int read_link(int dirfd, const char *path, char *buf, size_t size)
 	return (int)n;
 }
 
+/*
+ * A link that may be missing (not every device has a driver, only VFs a physfn): missing
+ * is normal, anything else (a permission error, an over-long target) is a problem.
+ */
+static int read_opt_link(struct scan *s, int dirfd, const char *where, const char *path, char *buf,
+			 size_t size)
+{
+	int r = read_link(dirfd, path, buf, size);
+
+	if (r < 0 && r != -ENOENT && r != -EINVAL)
+		problem(s, "%s/%s: cannot read link (%s), ignoring", where, path, errstr(r));
+	return r;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -611,7 +625,7 @@ static int list_class(struct scan *s, const char *cls, bool (*keep)(const char *
 		s->oom = true;
 		return fd;
 	}
-	if (required && (fd == -EACCES || fd == -EPERM || fd == -EIO))
+	if (required && (fd == -EACCES || fd == -EPERM))
 		return fd;
 	problem(s, "%s: cannot be listed (%s), ignoring", cls, errstr(fd));
 	return 0;
@@ -836,7 +850,7 @@ static void scan_pci_function(struct scan *s, int pcifd, const char *where, stru
 		problem(s, "%s: numa_node too long, using none", dev->name);
 	}
 
-	if (read_link(pcifd, "driver", link, sizeof(link)) >= 0) {
+	if (read_opt_link(s, pcifd, where, "driver", link, sizeof(link)) >= 0) {
 		const char *drv = base_name(link);
 
 		if (name_is_safe(drv, DISC_NAME_MAX - 1))
@@ -845,7 +859,7 @@ static void scan_pci_function(struct scan *s, int pcifd, const char *where, stru
 			problem(s, "%s: driver name '%s' is not safe, ignoring", dev->name,
 				SHOWN(drv));
 	}
-	if (read_link(pcifd, "physfn", link, sizeof(link)) >= 0) {
+	if (read_opt_link(s, pcifd, where, "physfn", link, sizeof(link)) >= 0) {
 		const char *pf = base_name(link);
 
 		dev->is_vf = true;
@@ -940,7 +954,7 @@ static int scan_device(struct scan *s, const char *name)
 	snprintf(pci_where, sizeof(pci_where), "class/infiniband/%s/device", name);
 
 	/* The parent device: the PCI function, or an auxiliary device for SFs. */
-	r = read_link(devfd, "device", link, sizeof(link));
+	r = read_opt_link(s, devfd, cls, "device", link, sizeof(link));
 	if (r >= 0) {
 		r = disc_path_join(ibpath, link, pcipath, sizeof(pcipath));
 		if (r >= 0 && (size_t)r < sizeof(dev->dev_path)) {
@@ -1016,8 +1030,12 @@ static void check_node(struct scan *s, struct disc_chardev *c, const char *owner
 	if (s->devib_fd < 0)
 		return; /* reported once for the whole dev root */
 	if (fstatat(s->devib_fd, c->name, &st, 0) < 0) {
-		problem(s, "%s (%s): node %s/infiniband/%s missing", c->name, owner, s->dev_root,
-			c->name);
+		if (errno == ENOENT)
+			problem(s, "%s (%s): node %s/infiniband/%s missing", c->name, owner,
+				s->dev_root, c->name);
+		else
+			problem(s, "%s (%s): node %s/infiniband/%s cannot be checked (%s)", c->name,
+				owner, s->dev_root, c->name, errstr(-errno));
 		return;
 	}
 	if (!S_ISCHR(st.st_mode)) {
@@ -1599,6 +1617,8 @@ int disc_refresh_with(const struct disc_options *opts, const struct disc_node *o
 	if (r < 0)
 		goto finish;
 	r = list_class_packed(&s, "class/infiniband", &cls, &len);
+	if (r < 0 && r != -EACCES && r != -EPERM && r != -ENOMEM)
+		r = 0; /* what the scan reports as a problem: let it */
 	if (r < 0)
 		goto finish;
 	if (!packed_equal(cls, len, old->scan_state->class_names, old->scan_state->class_len))
