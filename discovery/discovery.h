@@ -140,7 +140,8 @@ void disc_node_free(struct disc_node *node);
  * old is untouched) and *ret_need_full = false, or *ret_node = NULL and *ret_need_full =
  * true: the device set changed, old was not made by disc_scan(), or a value that used
  * to be good became unreadable (the full scan reports why). The new snapshot carries
- * old's problems. Errors as disc_scan() (-EACCES, -ECANCELED, ...). Does not log.
+ * old's problems. Errors as disc_scan() (-EACCES, -ECANCELED, ...), -EINVAL when old,
+ * ret_node or ret_need_full is NULL. Does not log.
  * Not seen: a device replaced under the same name, a change of node presence under the
  * dev root, two netdevs swapping names between two refreshes (the listing is unchanged):
  * the first two come with device-node events that call for disc_scan().
