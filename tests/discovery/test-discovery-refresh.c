@@ -141,6 +141,12 @@ static void test_port_state(void)
 	EQ_STR(dev_of(old, "mlx5_2")->ports[0].phys_state_name, "LinkUp",
 	       "old snapshot untouched: still LinkUp");
 	ok(!disc_node_equal(a, old), "the snapshots differ");
+	{
+		struct disc_node *fresh = scan(sys);
+
+		ok(disc_node_equal(a, fresh), "the refreshed snapshot equals a full scan");
+		disc_node_free(fresh);
+	}
 	EQ_INT(a->n_problems, old->n_problems, "problems carried over");
 
 	/* Back to ACTIVE, refreshed from the refreshed snapshot. */
