@@ -32,6 +32,30 @@ int disc_path_join(const char *base, const char *rel, char *out, size_t size);
  */
 int disc_scan_with(const struct disc_options *opts, bool use_openat2, struct disc_node **ret_node);
 
+/*
+ * What a scan listed, kept with its snapshot so disc_refresh() can tell what changed:
+ * the names of class/infiniband (every entry, kept or skipped) and of class/net, each
+ * sorted with strcmp and packed as NUL-terminated strings one after the other.
+ */
+struct disc_scan_state {
+	char *class_names;
+	size_t class_len;
+	char *net_names;
+	size_t net_len;
+};
+
+/*
+ * disc_refresh() with its strategy chosen: phys_always = true reads every port's
+ * phys_state too, false only when the port's state changed (the default; the benchmark
+ * measures both).
+ */
+int disc_refresh_with(const struct disc_options *opts, const struct disc_node *old,
+		      bool phys_always, struct disc_node **ret_node, bool *ret_need_full);
+
+/* A deep copy of node (devices, ports, problems, scan state); NULL on OOM. */
+struct disc_node *disc_node_copy(const struct disc_node *node);
+void disc_scan_state_free(struct disc_scan_state *st);
+
 /* "DDDD:BB:DD.F" (domain 4-8 hex digits, lower case as the kernel prints it). */
 bool disc_pci_addr_valid(const char *s);
 /* Orders PCI addresses numerically (domain, bus, device, function). */

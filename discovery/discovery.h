@@ -9,12 +9,27 @@
  *
  * Everything read from sysfs is hostile: names are checked with name_is_safe(), numbers
  * are range-checked, unreadable or garbage attributes degrade to "unknown" and a problem
- * is recorded in disc_node.problems instead of failing the scan.
+ * is recorded in disc_node.problems instead of failing the scan. No open or read can
+ * block: every file is opened O_NONBLOCK and anything but a regular file where an
+ * attribute should be (a FIFO, a device node) is refused with a problem line.
+ *
+ * Threads: there is no global state. disc_scan() and disc_refresh() may run on any
+ * thread, several at once, each with its own options; a snapshot is immutable, so any
+ * number of threads may read one while another scans. A daemon that must stay
+ * responsive runs the scan on a worker thread and bounds it with disc_options.cancel or
+ * .deadline_usec (checked before each device and each class entry; the scan then
+ * returns -ECANCELED / -ETIMEDOUT and frees what it built). A read stuck inside the
+ * kernel cannot be interrupted from user space: then the worker returns late, and a
+ * caller that gave up on it must have left it everything it uses (the options and their
+ * strings) and free its result. The scan needs about 64 KiB of stack and holds at most 8
+ * file descriptors at a time.
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -22,6 +37,7 @@
 #define DISC_PCI_MAX 32      /* "0000:3b:00.0" */
 #define DISC_NETDEV_MAX 16   /* IFNAMSIZ */
 #define DISC_ATTR_MAX 64
+#define DISC_PATH_MAX 512
 
 /* A character device node as described by a sysfs "dev" file. */
 struct disc_chardev {
@@ -49,12 +65,19 @@ struct disc_device {
 	/* Path of the parent device relative to the sysfs root, e.g.
 	 * "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0"; "" when unknown. Its leading
 	 * components are the upstream bridges: used for PCIe-switch affinity. */
-	char dev_path[512];
+	char dev_path[DISC_PATH_MAX];
+	/* The RDMA device's own directory relative to the sysfs root (class/infiniband/<name>
+	 * resolved), e.g. "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/infiniband/mlx5_0". */
+	char ibdev_path[DISC_PATH_MAX];
 	unsigned vendor_id, device_id;      /* 0 when unknown */
 	char driver[DISC_NAME_MAX];         /* "mlx5_core", "bnxt_en", "irdma"; "" unknown */
 	int numa_node;                      /* -1 when unknown or garbage */
 	bool is_vf;
 	char pf_pci[DISC_PCI_MAX];          /* PF of a VF, "" otherwise */
+	/* A VF's PF netdev: the first valid interface name in the PF function's net/
+	 * ("ens1f0np0"), what the config's pfNames selector matches. "" for PFs, or when the
+	 * PF has no netdev in this network namespace. */
+	char pf_netdev[DISC_NETDEV_MAX + 1];
 	char node_guid[DISC_ATTR_MAX];      /* "e8eb:d303:00dd:188f" or "" */
 	char fw_ver[DISC_ATTR_MAX];
 	char node_type[DISC_ATTR_MAX];      /* "1: CA" */
@@ -63,6 +86,8 @@ struct disc_device {
 	bool has_uverbs;                    /* usable through verbs only when true */
 	struct disc_chardev uverbs;
 };
+
+struct disc_scan_state;
 
 struct disc_node {
 	/* Sorted by PCI address, then name (devices without PCI address last). The
@@ -76,25 +101,73 @@ struct disc_node {
 	 * verbs", "uverbs3: node /dev/infiniband/uverbs3 missing", garbage attributes... */
 	char **problems;
 	size_t n_problems;
+	/* Discovery's own record of what the scan listed, for disc_refresh(); NULL in nodes
+	 * not made by disc_scan()/disc_refresh() (then a refresh asks for a full scan). */
+	struct disc_scan_state *scan_state;
 };
 
 struct disc_options {
 	const char *sysfs_root;  /* NULL = "/sys" */
 	const char *dev_root;    /* NULL = "/dev" */
+	/* Optional: set to true (from any thread) to abandon a running scan or refresh. */
+	const atomic_bool *cancel;
+	/* Optional: CLOCK_MONOTONIC time in microseconds after which the scan gives up; 0 =
+	 * none. */
+	uint64_t deadline_usec;
 };
 
 /*
  * Scans the sysfs tree. Returns 0 and a snapshot (possibly with zero devices when the
  * tree has no class/infiniband), -ENOENT/-ENOTDIR when sysfs_root itself cannot be
- * opened, -ENOMEM. Does not log.
+ * opened, -EACCES/-EPERM when class/infiniband exists but may not be listed (never "no
+ * devices" for what is a permission problem), -ECANCELED/-ETIMEDOUT when abandoned
+ * through opts->cancel/deadline_usec, -ENOMEM. Unreadable attributes are problem lines
+ * naming the file. Does not log. ret_node is written only on success.
  */
 int disc_scan(const struct disc_options *opts, struct disc_node **ret_node);
 void disc_node_free(struct disc_node *node);
+
+/*
+ * The cheap periodic rescan: re-reads only what changes without a device node appearing
+ * or vanishing, for a node scanned earlier with the same options:
+ *  - the listing of class/infiniband: any name added, removed or renamed (`rdma dev set
+ *    NAME name NEW`) sets *ret_need_full and gives no node;
+ *  - each port's state (and phys_state when the state changed, see docs/benchmarks.md);
+ *  - the netdev names: the listing of class/net is compared with the scan's; only when it
+ *    changed are the netdevs (and VFs' pf_netdev) of devices whose name vanished, or who
+ *    had none, read again the way disc_scan() reads them.
+ * Returns 0 with either *ret_node = a new snapshot (a copy of old with the new values;
+ * old is untouched) and *ret_need_full = false, or *ret_node = NULL and *ret_need_full =
+ * true: the device set changed, old was not made by disc_scan(), or a value that used
+ * to be good became unreadable (the full scan reports why). The new snapshot carries
+ * old's problems. Errors as disc_scan() (-EACCES, -ECANCELED, ...), -EINVAL when old,
+ * ret_node or ret_need_full is NULL. Does not log.
+ * Not seen: a device replaced under the same name, a change of node presence under the
+ * dev root, two netdevs swapping names between two refreshes (the listing is unchanged):
+ * the first two come with device-node events that call for disc_scan().
+ */
+int disc_refresh(const struct disc_options *opts, const struct disc_node *old,
+		 struct disc_node **ret_node, bool *ret_need_full);
+
+/*
+ * True when a and b hold the same devices in the same order with every field the CDI
+ * spec, the kubelet or `discover --json` shows (names, addresses, ids, NUMA, ports and
+ * their states, netdevs, character devices and node presence, rdma_cm). Problems are not
+ * compared. NULL equals only NULL.
+ */
+bool disc_node_equal(const struct disc_node *a, const struct disc_node *b);
 
 /* A device goes into the CDI spec and to the kubelet only when it has a uverbs device. */
 bool disc_device_usable(const struct disc_device *dev);
 /* Healthy for the kubelet: usable, uverbs node present, at least one port ACTIVE. */
 bool disc_device_healthy(const struct disc_device *dev);
+/*
+ * Why dev is not healthy, for log lines: "port 1 DOWN", "uverbs node missing", "no
+ * ACTIVE port: port 1 DOWN, port 2 INIT", "no uverbs device", several joined by "; ".
+ * Writes "" and returns 0 when healthy, returns 1 when not; always NUL-terminates buf
+ * (len > 0), cutting long reasons with "...". -EINVAL when buf is NULL or len 0.
+ */
+int disc_device_health_reason(const struct disc_device *dev, char *buf, size_t len);
 size_t disc_node_count_usable(const struct disc_node *node);
 /* Looks a device up by RDMA name; NULL if absent. */
 const struct disc_device *disc_node_find(const struct disc_node *node, const char *name);

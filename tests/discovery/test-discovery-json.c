@@ -76,9 +76,9 @@ static bool is_int(const cJSON *v, int want)
 }
 
 static const char *device_keys[] = {
-    "index",  "cdi_index", "name",    "pci",	"dev_path", "vendor_id", "device_id",
-    "driver", "numa_node", "pf",      "vf",	"vf_of",    "node_guid", "node_type",
-    "fw_ver", "usable",	   "healthy", "uverbs", "ports",
+    "index",  "cdi_index", "name",	"pci",	   "dev_path", "vendor_id", "device_id",
+    "driver", "numa_node", "pf",	"vf",	   "vf_of",    "pf_netdev", "node_guid",
+    "node_type", "fw_ver", "usable", "healthy", "uverbs", "ports",
 };
 static const char *port_keys[] = {
     "port",	     "link_layer", "state",  "state_id", "phys_state",
@@ -135,8 +135,8 @@ static void test_dgx(void)
 	EQ_STR(str(d, "driver"), "mlx5_core", "driver");
 	ok(is_int(get(d, "numa_node"), 0), "numa_node 0");
 	ok(cJSON_IsTrue(get(d, "pf")) && cJSON_IsFalse(get(d, "vf")) &&
-	       cJSON_IsNull(get(d, "vf_of")),
-	   "PF: pf true, vf false, vf_of null");
+	       cJSON_IsNull(get(d, "vf_of")) && cJSON_IsNull(get(d, "pf_netdev")),
+	   "PF: pf true, vf false, vf_of null, pf_netdev null");
 	ok(cJSON_IsTrue(get(d, "usable")) && cJSON_IsTrue(get(d, "healthy")), "usable, healthy");
 	u = get(d, "uverbs");
 	ok(u && !strcmp(str(u, "name"), "uverbs8") && is_int(get(u, "major"), 231) &&
@@ -170,6 +170,7 @@ static void test_sriov(void)
 	d = device_named(root, "mlx5_3");
 	ok(cJSON_IsFalse(get(d, "pf")) && cJSON_IsTrue(get(d, "vf")), "VF: pf false, vf true");
 	EQ_STR(str(d, "vf_of"), "0000:3b:00.0", "vf_of = PF address");
+	EQ_STR(str(d, "pf_netdev"), "enp59s0f0np0", "pf_netdev = the PF function's netdev");
 	EQ_STR(str(d, "node_guid"), "0000:0000:0000:0000", "zero GUID kept as is");
 	ok(is_int(get(d, "numa_node"), 1), "numa_node 1");
 	cJSON_Delete(root);
@@ -297,9 +298,8 @@ static void test_helpers(void)
 	       !disc_ibdev_name_ok("a..b") && !disc_ibdev_name_ok("a/b") &&
 	       !disc_ibdev_name_ok("") && !disc_ibdev_name_ok("x\n"),
 	   "unsafe names rejected");
-	ok(!disc_ibdev_name_ok("mlx5_") && !disc_ibdev_name_ok("-x") &&
-	       !disc_ibdev_name_ok("x:") && !disc_ibdev_name_ok("all") &&
-	       !disc_ibdev_name_ok("0") && !disc_ibdev_name_ok("12"),
+	ok(!disc_ibdev_name_ok("mlx5_") && !disc_ibdev_name_ok("-x") && !disc_ibdev_name_ok("x:") &&
+	       !disc_ibdev_name_ok("all") && !disc_ibdev_name_ok("0") && !disc_ibdev_name_ok("12"),
 	   "names CDI refuses or the spec's aliases take rejected");
 	ok(disc_ibdev_name_ok("0x") && disc_ibdev_name_ok("allx") && disc_ibdev_name_ok("a.b:c-d"),
 	   "names that only look like aliases accepted");
