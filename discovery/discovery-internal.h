@@ -42,6 +42,9 @@ struct disc_scan_state {
 	size_t class_len;
 	char *net_names;
 	size_t net_len;
+	/* class/infiniband_verbs: a driver loading or unbinding changes it alone */
+	char *verbs_names;
+	size_t verbs_len;
 };
 
 /*

@@ -16,7 +16,41 @@
 #define HOTPLUG_SETTLE_USEC 20000 /* coalesce the burst of nodes one HCA brings */
 #define SCANS_STUCK_MAX 4
 
+#define FULL_EVERY 12 /* every 12th periodic scan is a full one (what a refresh cannot see) */
+
 static atomic_uint scans_stuck;
+
+/* A snapshot shared between the follower and a refresh job that may outlive it. */
+struct node_ref {
+	atomic_uint refs;
+	struct disc_node *node;
+};
+
+static struct node_ref *node_ref_new(struct disc_node *node)
+{
+	struct node_ref *r = malloc(sizeof(*r));
+
+	if (!r)
+		return NULL;
+	atomic_init(&r->refs, 1);
+	r->node = node;
+	return r;
+}
+
+static struct node_ref *node_ref_get(struct node_ref *r)
+{
+	if (r)
+		atomic_fetch_add(&r->refs, 1);
+	return r;
+}
+
+static void node_ref_put(struct node_ref *r)
+{
+	if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+		disc_node_free(r->node);
+		free(r);
+	}
+}
 
 struct scan_job {
 	pthread_mutex_t lock;
@@ -24,9 +58,12 @@ struct scan_job {
 	char *sysfs_root, *dev_root;
 	enum disc_follow_reason reason;
 	int (*scan)(const struct disc_options *opts, struct disc_node **ret_node);
+	struct node_ref *old; /* set: try a cheap refresh of it first */
 	struct disc_node *node;
 	int error;
-	bool orphaned; /* under lock */
+	atomic_bool cancel;
+	bool scan_custom; /* a test's scan: no refresh */
+	bool orphaned;	  /* under lock */
 	struct disc_follow *f;
 };
 
@@ -41,12 +78,14 @@ struct disc_follow {
 	struct scan_job *job; /* in flight */
 	bool pending;	      /* another scan wanted after it */
 	enum disc_follow_reason pending_reason;
-	struct disc_node *node;
+	struct node_ref *cur;
+	unsigned periodic_count;
 	bool stuck_logged;
 };
 
 static void job_free(struct scan_job *j)
 {
+	node_ref_put(j->old);
 	disc_node_free(j->node);
 	free(j->sysfs_root);
 	free(j->dev_root);
@@ -60,7 +99,7 @@ static void job_done(void *userdata)
 {
 	struct scan_job *j = userdata;
 	struct disc_follow *f;
-	struct disc_node *prev;
+	struct node_ref *prev, *next;
 	bool orphaned;
 
 	pthread_mutex_lock(&j->lock);
@@ -74,15 +113,20 @@ static void job_done(void *userdata)
 	f = j->f;
 	f->job = NULL;
 	f->deadline = sd_event_source_disable_unref(f->deadline);
+	next = j->error >= 0 ? node_ref_new(j->node) : NULL;
+	if (next)
+		j->node = NULL;
+	else if (j->error >= 0)
+		j->error = -ENOMEM;
 	if (j->error < 0) {
 		log_error_errno(j->error, "scanning %s failed",
 				f->cfg.disc.sysfs_root ? f->cfg.disc.sysfs_root : "/sys");
-		f->cfg.fn(f->cfg.userdata, f->node, NULL, j->error, j->reason);
+		f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, j->error, j->reason);
 	} else {
-		prev = f->node;
-		f->node = TAKE_PTR(j->node);
-		f->cfg.fn(f->cfg.userdata, f->node, prev, 0, j->reason);
-		disc_node_free(prev);
+		prev = f->cur;
+		f->cur = next;
+		f->cfg.fn(f->cfg.userdata, next->node, prev ? prev->node : NULL, 0, j->reason);
+		node_ref_put(prev);
 	}
 	job_free(j);
 	if (f->pending) {
@@ -94,10 +138,15 @@ static void job_done(void *userdata)
 static void *scan_thread(void *arg)
 {
 	struct scan_job *j = arg;
-	struct disc_options o = {.sysfs_root = j->sysfs_root, .dev_root = j->dev_root};
-	bool orphaned;
+	struct disc_options o = {
+	    .sysfs_root = j->sysfs_root, .dev_root = j->dev_root, .cancel = &j->cancel};
+	bool orphaned, need_full = true;
 
-	j->error = j->scan(&o, &j->node);
+	/* Between full scans read only what can change without a device-node event. */
+	if (j->old && !j->scan_custom)
+		j->error = disc_refresh(&o, j->old->node, &j->node, &need_full);
+	if (need_full)
+		j->error = j->scan(&o, &j->node);
 	pthread_mutex_lock(&j->lock);
 	orphaned = j->orphaned;
 	/* Posted under the lock: once the follower orphans a job, no post follows. */
@@ -123,12 +172,13 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	pthread_mutex_lock(&j->lock);
 	j->orphaned = true;
 	pthread_mutex_unlock(&j->lock);
+	atomic_store(&j->cancel, true); /* it gives up at the next device, if it gets there */
 	atomic_fetch_add(&scans_stuck, 1);
 	f->job = NULL;
 	log_error("scanning %s did not finish within %d s (a sysfs read that never returns?): "
 		  "abandoned, the last good state stays in force",
 		  f->cfg.disc.sysfs_root ? f->cfg.disc.sysfs_root : "/sys", timeout);
-	f->cfg.fn(f->cfg.userdata, f->node, NULL, -ETIMEDOUT, j->reason);
+	f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, -ETIMEDOUT, j->reason);
 	if (f->pending) {
 		f->pending = false;
 		start_scan(f, f->pending_reason);
@@ -169,6 +219,10 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 	j->f = f;
 	j->reason = reason;
 	j->scan = f->cfg.scan ? f->cfg.scan : disc_scan;
+	j->scan_custom = f->cfg.scan != NULL;
+	atomic_init(&j->cancel, false);
+	if (reason == DISC_FOLLOW_PERIODIC && f->cur && ++f->periodic_count % FULL_EVERY != 0)
+		j->old = node_ref_get(f->cur);
 	j->sysfs_root = f->cfg.disc.sysfs_root ? strdup(f->cfg.disc.sysfs_root) : NULL;
 	j->dev_root = f->cfg.disc.dev_root ? strdup(f->cfg.disc.dev_root) : NULL;
 	if ((f->cfg.disc.sysfs_root && !j->sysfs_root) || (f->cfg.disc.dev_root && !j->dev_root)) {
@@ -186,7 +240,7 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 	if (r < 0) {
 		job_free(j);
 		log_error_errno(r, "starting a scan thread failed");
-		f->cfg.fn(f->cfg.userdata, f->node, NULL, r, reason);
+		f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, r, reason);
 		return;
 	}
 	f->job = j;
@@ -197,7 +251,7 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 	return;
 oom:
 	log_error("out of memory starting a scan");
-	f->cfg.fn(f->cfg.userdata, f->node, NULL, -ENOMEM, reason);
+	f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, -ENOMEM, reason);
 }
 
 void disc_follow_rescan(struct disc_follow *f, enum disc_follow_reason reason)
@@ -207,7 +261,7 @@ void disc_follow_rescan(struct disc_follow *f, enum disc_follow_reason reason)
 
 const struct disc_node *disc_follow_node(const struct disc_follow *f)
 {
-	return f->node;
+	return f->cur ? f->cur->node : NULL;
 }
 
 /* ---- events ---------------------------------------------------------------------------- */
@@ -371,6 +425,7 @@ void disc_follow_free(struct disc_follow *f)
 		pthread_mutex_lock(&f->job->lock);
 		f->job->orphaned = true;
 		pthread_mutex_unlock(&f->job->lock);
+		atomic_store(&f->job->cancel, true);
 		atomic_fetch_add(&scans_stuck, 1);
 	}
 	if (f->ib_watch > 0)
@@ -381,44 +436,12 @@ void disc_follow_free(struct disc_follow *f)
 	sd_event_source_disable_unref(f->periodic);
 	sd_event_source_disable_unref(f->deadline);
 	sd_event_unref(f->loop);
-	disc_node_free(f->node);
+	node_ref_put(f->cur);
 	free(f->ib_dir);
 	free(f);
 }
 
 /* ---- what changed ---------------------------------------------------------------------- */
-
-void disc_health_reason(const struct disc_device *dev, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	if (!disc_device_usable(dev)) {
-		snprintf(buf, len, "no uverbs device");
-		return;
-	}
-	if (!dev->uverbs.node_present) {
-		snprintf(buf, len, "uverbs node %s missing", dev->uverbs.name);
-		return;
-	}
-	if (disc_device_healthy(dev)) {
-		snprintf(buf, len, "healthy");
-		return;
-	}
-	if (dev->n_ports == 0) {
-		snprintf(buf, len, "no port");
-		return;
-	}
-	buf[0] = '\0';
-	for (size_t i = 0; i < dev->n_ports && off < len; i++) {
-		const struct disc_port *p = &dev->ports[i];
-		int n = snprintf(buf + off, len - off, "%sport %u %s", i ? ", " : "", p->num,
-				 p->state_name[0] ? p->state_name : "state unknown");
-
-		if (n < 0)
-			break;
-		off += (size_t)n;
-	}
-}
 
 static const struct disc_device *find_same(const struct disc_node *n, const struct disc_device *d)
 {
@@ -448,7 +471,8 @@ void disc_node_changes(const struct disc_node *old, const struct disc_node *new,
 
 		if (!disc_device_usable(d))
 			continue;
-		disc_health_reason(d, why, sizeof(why));
+		if (disc_device_health_reason(d, why, sizeof(why)) == 0)
+			snprintf(why, sizeof(why), "healthy");
 		if (!o || !disc_device_usable(o))
 			fn(userdata, DISC_ADDED, d, why);
 		else if (disc_device_healthy(o) != healthy)

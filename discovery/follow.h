@@ -5,7 +5,9 @@
  *   - device nodes appearing or vanishing under <dev-root>/infiniband (inotify:
  *     devtmpfs creates and removes them as HCAs and VFs come and go) start a full scan
  *     at once (events within a few ms are coalesced);
- *   - a periodic scan catches what sysfs alone shows (port state, renames);
+ *   - a periodic scan catches what sysfs alone shows (port state, renames): a cheap
+ *     disc_refresh() of the last snapshot, a full scan when it says the device set
+ *     changed and every 12th time;
  *   - scans run on a worker thread: one that does not finish within the deadline is
  *     abandoned and reported, and the loop never waits for sysfs.
  * Each finished scan is handed to the consumer, which compares and applies it.
@@ -75,5 +77,3 @@ typedef void (*disc_change_fn)(void *userdata, enum disc_change what, const stru
 			       const char *reason);
 void disc_node_changes(const struct disc_node *old, const struct disc_node *new, disc_change_fn fn,
 		       void *userdata);
-/* Why dev is unhealthy ("port 1 DOWN"), or "healthy". */
-void disc_health_reason(const struct disc_device *dev, char *buf, size_t len);

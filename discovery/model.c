@@ -46,7 +46,10 @@ static struct disc_scan_state *scan_state_copy(const struct disc_scan_state *st)
 	c->net_len = st->net_len;
 	c->class_names = st->class_names ? memdup(st->class_names, st->class_len) : NULL;
 	c->net_names = st->net_names ? memdup(st->net_names, st->net_len) : NULL;
-	if ((st->class_names && !c->class_names) || (st->net_names && !c->net_names)) {
+	c->verbs_len = st->verbs_len;
+	c->verbs_names = st->verbs_names ? memdup(st->verbs_names, st->verbs_len) : NULL;
+	if ((st->class_names && !c->class_names) || (st->net_names && !c->net_names) ||
+	    (st->verbs_names && !c->verbs_names)) {
 		disc_scan_state_free(c);
 		return NULL;
 	}

@@ -1317,6 +1317,7 @@ void disc_scan_state_free(struct disc_scan_state *st)
 		return;
 	free(st->class_names);
 	free(st->net_names);
+	free(st->verbs_names);
 	free(st);
 }
 
@@ -1334,6 +1335,9 @@ static int keep_scan_state(struct scan *s, const struct names *l)
 	if (r < 0)
 		return r;
 	r = list_class_packed(s, "class/net", &st->net_names, &st->net_len);
+	if (r == -ENOMEM)
+		return r;
+	r = list_class_packed(s, "class/infiniband_verbs", &st->verbs_names, &st->verbs_len);
 	return r == -ENOMEM ? r : 0;
 }
 
@@ -1623,6 +1627,14 @@ int disc_refresh_with(const struct disc_options *opts, const struct disc_node *o
 		goto finish;
 	if (!packed_equal(cls, len, old->scan_state->class_names, old->scan_state->class_len))
 		goto finish; /* a device came, went or was renamed */
+	free(TAKE_PTR(cls));
+	r = list_class_packed(&s, "class/infiniband_verbs", &cls, &len);
+	if (r < 0 && r != -ENOMEM)
+		r = 0; /* unreadable: compares as absent, the full scan reports it */
+	if (r < 0)
+		goto finish;
+	if (!packed_equal(cls, len, old->scan_state->verbs_names, old->scan_state->verbs_len))
+		goto finish; /* a uverbs device came or went (a driver loaded or unbound) */
 	node = disc_node_copy(old);
 	if (!node) {
 		r = -ENOMEM;

@@ -755,6 +755,7 @@ def sc_hotplug(c):
     while spec_has(b, "mlx5_3") and time.monotonic() < deadline:
         time.sleep(0.01)
     tap.ok(spec_has(b, "mlx5_3") is False, "and the spec no longer defines it")
+    b.wait_log("written (9 usable")
     log = b.log_text()
     adv, wrote = log.rfind("advertising 9 device IDs"), log.rfind("written (9 usable")
     tap.ok(0 <= adv < wrote, "removal: the list without it went out before the spec lost it",
@@ -769,6 +770,7 @@ def sc_hotplug(c):
     tap.ok(lst is not None and len(lst) == 10, "re-plugged: advertised again within 1 s",
            c.log())
     tap.ok(spec_has(b, "mlx5_3") is True, "and the spec defined it before it was advertised")
+    b.wait_log("advertising 10 device IDs", count=2)
     log = b.log_text()
     tap.ok(log.rfind("written (10 usable") < log.rfind("advertising 10 device IDs"),
            "addition: spec written, then advertised", log)
