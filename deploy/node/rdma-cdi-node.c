@@ -327,7 +327,7 @@ static bool is_rdma_cdi_socket(const char *name)
 {
 	size_t n = strlen(name);
 
-	return strncmp(name, "rdma-cdi", 8) == 0 && n > 13 && strcmp(name + n - 5, ".sock") == 0;
+	return strncmp(name, "rdma-cdi", 8) == 0 && n >= 13 && strcmp(name + n - 5, ".sock") == 0;
 }
 
 /* Collects the sockets to probe: the named ones, or each rdma-cdi*.sock in dir. */
