@@ -88,8 +88,11 @@ def main():
            "WantedBy=multi-user.target")
 
     # The sandbox.
-    h = run([a.rdma_cdi, "--help"])
-    m = re.search(r"--spec-dir DIR\s+CDI spec directory \(default (/\S+?)[;)]", h.stdout)
+    # generate's own help once commands have their own (issue 7 item 6), else the global one.
+    m = None
+    for cmd in ([a.rdma_cdi, "generate", "--help"], [a.rdma_cdi, "--help"]):
+        h = run(cmd)
+        m = m or re.search(r"--spec-dir\b(?:(?!--).)*?\(default (/[^)\s;]+)", h.stdout, re.S)
     spec_dir = m.group(1) if m else None
     rw = " ".join(svc.get("ReadWritePaths") or []).split()
     tap.ok(one("ProtectSystem") == "strict" and spec_dir and spec_dir in rw,
