@@ -335,17 +335,23 @@ def inner(a):
     # 5. The bridge, as the DaemonSet runs it.
     bc = [c for c in ps["containers"] if "bridge" in (c.get("args") or [])][0]
     flags = bridge_help_flags(rdma_cdi)
-    used = {x for x in bc["args"] if x.startswith("--")}
-    exact = used <= flags
-    if exact:
-        args = list(bc["args"])
+    # The DaemonSet's args, less the flags this build does not have yet (other work).
+    args, dropped, i = [bc["args"][0]], [], 1
+    while i < len(bc["args"]):
+        flag, val = bc["args"][i], bc["args"][i + 1:i + 2]
+        i += 1 + len(val)
+        if flag in flags:
+            args += [flag] + val
+        else:
+            dropped.append(flag)
+    if not dropped:
         res.note("the bridge runs with the DaemonSet's args: %s" % " ".join(args))
     else:
         res.skip("the bridge runs with the DaemonSet's exact args",
-                 "this build lacks %s (expected from other work)" % ", ".join(sorted(used - flags)))
-        args = ["bridge", "--sysfs-root", "/host/sys", "--dev-root", "/host/dev",
-                "--spec-dir", "/var/run/cdi", "--hook-path", BUNDLE + "/bin/rdma-cdi-hook"]
-        res.note("the bridge runs with today's equivalent: %s" % " ".join(args))
+                 "this build lacks %s (expected from other work)" % ", ".join(dropped))
+        if "--host-root" in dropped:
+            args += ["--sysfs-root", "/host/sys", "--dev-root", "/host/dev"]
+        res.note("the bridge runs with: %s" % " ".join(args))
     plugins, specs, cfgdir = (os.path.join(work, d) for d in ("plugins", "cdi", "config"))
     for d in (plugins, specs, cfgdir):
         os.makedirs(d)

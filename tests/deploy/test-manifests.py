@@ -258,7 +258,7 @@ def main():
     tap.ok(spec_dir, "--spec-dir is given (the bridge's default may change; be explicit)")
     if spec_dir:
         writable_host_mount(bc, spec_dir, spec_dir, "--spec-dir")
-    m = re.search(r"--plugin-dir\b(?:(?!--).)*?\(default (/[^)\s;]+)", bridge_help, re.S)
+    m = re.search(r"--plugin-dir\b(?:(?!--).)*?\(default\s+(/[^)\s;]+)", bridge_help, re.S)
     plugin_dir = fl.get("--plugin-dir") or (m.group(1) if m else None)
     tap.ok(plugin_dir, "the plugin dir is known (flag or --help default)", bridge_help)
     if plugin_dir:

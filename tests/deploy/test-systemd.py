@@ -92,7 +92,7 @@ def main():
     m = None
     for cmd in ([a.rdma_cdi, "generate", "--help"], [a.rdma_cdi, "--help"]):
         h = run(cmd)
-        m = m or re.search(r"--spec-dir\b(?:(?!--).)*?\(default (/[^)\s;]+)", h.stdout, re.S)
+        m = m or re.search(r"--spec-dir\b(?:(?!--).)*?\(default\s+(/[^)\s;]+)", h.stdout, re.S)
     spec_dir = m.group(1) if m else None
     rw = " ".join(svc.get("ReadWritePaths") or []).split()
     tap.ok(one("ProtectSystem") == "strict" and spec_dir and spec_dir in rw,
