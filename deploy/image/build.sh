@@ -62,7 +62,8 @@ for f in "$rdma_cdi" "$hook" "$node"; do
 	[ -x "$f" ] || die "$f not found: run 'meson compile -C $build_dir' first"
 done
 # Sanitizer runtimes would be copied in and refuse to run under a container's rlimits.
-if ldd "$rdma_cdi" | grep -q 'libasan\|libubsan'; then
+# (ldd's output is captured first: with pipefail, grep -q closing the pipe would fail ldd.)
+if grep -q 'libasan\|libubsan' <<<"$(ldd "$rdma_cdi")"; then
 	die "$build_dir is a sanitizer build: use a build dir without -Db_sanitize"
 fi
 version=$("$rdma_cdi" --version | awk '{print $2}')

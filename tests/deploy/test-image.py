@@ -144,6 +144,41 @@ def must(cmd):
         raise RuntimeError("%s failed: %s" % (" ".join(cmd), r.stderr.strip()))
 
 
+def mounts_under(prefix):
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
+                out.append(mp)
+    return out
+
+
+def private_dir_over(path, scratch):
+    """An empty tmpfs at path in this mount namespace; a missing path gets its mount point
+    from an overlay over its parent (the mounts below the parent are put back on top)."""
+    if not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        parked = []
+        for i, m in enumerate(x for x in mounts_under(parent) if x != parent):
+            tgt = os.path.join(scratch, "park-%d" % i)
+            if os.path.isdir(m):
+                os.mkdir(tgt)
+            else:
+                open(tgt, "w").close()
+            must(["mount", "--bind", m, tgt])
+            parked.append((tgt, m))
+        up, wk = os.path.join(scratch, "up"), os.path.join(scratch, "work")
+        os.mkdir(up)
+        os.mkdir(wk)
+        must(["mount", "-t", "overlay", "rdma-cdi-image", "-o",
+              "lowerdir=%s,upperdir=%s,workdir=%s" % (parent, up, wk), parent])
+        for tgt, m in parked:
+            must(["mount", "--bind", tgt, m])
+        os.mkdir(path)
+    must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-image", path])
+
+
 def ldd_closure(binary):
     """Every path the loader may open for binary: ldd's paths and each symlink hop."""
     out = set()
@@ -189,6 +224,12 @@ def inner(a):
 
     # Private /run (podman's and runc's state, locks), storage in the work dir.
     must(["mount", "-t", "tmpfs", "-o", "mode=0755", "rdma-cdi-image", "/run"])
+    # buildah keeps its blob-info cache in /var/lib/containers/cache whatever storage.conf
+    # says: give it a private one.
+    scratch = os.path.join(work, "ns")
+    os.mkdir(scratch)
+    must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-image", scratch])
+    private_dir_over("/var/lib/containers", scratch)
     with open(os.path.join(work, "containers.conf"), "w") as f:
         f.write("[containers]\n[engine]\ncgroup_manager = \"cgroupfs\"\n"
                 "events_logger = \"file\"\nruntime = \"runc\"\n")
