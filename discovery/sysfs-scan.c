@@ -381,9 +381,15 @@ static int open_in_root_slow(int root_fd, const char *path, int flags)
 
 static int open_in_root(struct scan *s, const char *path, int flags)
 {
-	if (s->openat2)
-		return sys_openat2(s->root_fd, path[0] ? path : ".", flags,
-				   RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	if (s->openat2) {
+		int fd = sys_openat2(s->root_fd, path[0] ? path : ".", flags,
+				     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+
+		/* Renames elsewhere on a busy host can keep openat2 failing with EAGAIN;
+		 * the user-space walk has the same rules and no such failure. */
+		if (fd != -EAGAIN)
+			return fd;
+	}
 	return open_in_root_slow(s->root_fd, path, flags);
 }
 
@@ -394,9 +400,13 @@ static int open_beneath(struct scan *s, int dirfd, const char *path, int flags)
 	_cleanup_close_ int cur = -1;
 	const char *p = path;
 
-	if (s->openat2)
-		return sys_openat2(dirfd, path, flags,
-				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	if (s->openat2) {
+		int fd = sys_openat2(dirfd, path, flags,
+				     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+
+		if (fd != -EAGAIN)
+			return fd; /* on EAGAIN: the walk below, as in open_in_root() */
+	}
 	for (;;) {
 		const char *e = strchrnul(p, '/');
 		size_t n = (size_t)(e - p);

@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmarks of the bridge as a daemon, against the kubelet test double (issue 6):
+
+  hotplug   time from a device node's removal (and its sysfs entries) to the kubelet
+            double receiving the new ListAndWatch list, next to the floor: one full
+            `rdma-cdi discover --json` of the same node (what a scan costs anyway);
+  idle      CPU time of an idle bridge over a window (default 60 s) on the DGX-like node
+            and on the 2,000-device node, as a share of one core;
+  reload    ConfigMap-style config swap that adds a pool -> the new resource's Register
+            reaching the kubelet double.
+
+Prints one line per figure; `meson test -C BUILD --benchmark daemon`.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "bridge"))
+import kubelet_double as kd  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+
+def up(args, work, profile, extra=(), fixture=()):
+    sysfs, dev = kd.make_fixture(args.mksysfs, profile, work, fixture)
+    plugin_dir = os.path.join(work, "plugins")
+    os.makedirs(plugin_dir, exist_ok=True)
+    k = kd.Kubelet(plugin_dir, args.proto).start()
+    b = kd.Bridge(args.rdma_cdi, work, sysfs, dev, extra=list(extra),
+                  plugin_dir=plugin_dir).start()
+    if k.wait_registrations(1, 60) is None:
+        raise SystemExit("bridge did not register:\n" + b.log_text())
+    stream = k.latest_stream()
+    stream.wait(timeout=30)
+    return sysfs, dev, k, b, stream
+
+
+def bench_hotplug(args):
+    work = tempfile.mkdtemp(prefix="rdma-cdi-bench-")
+    try:
+        sysfs, dev, k, b, stream = up(args, work, "dgx", ["--rescan-interval", "0"])
+        links = [os.path.join(sysfs, "class", "infiniband", "mlx5_3"),
+                 os.path.join(sysfs, "class", "infiniband_verbs", "uverbs3")]
+        targets = [os.readlink(p) for p in links]
+        node = os.path.join(dev, "infiniband", "uverbs3")
+        st = os.stat(node)
+        lat = []
+        for _ in range(args.rounds):
+            n = len(stream.lists)
+            for p in links:
+                os.unlink(p)
+            t0 = time.monotonic()
+            os.unlink(node)
+            if stream.wait(lambda ls: len(ls) > n, 5) is None:
+                raise SystemExit("no list after removal:\n" + b.log_text())
+            lat.append((time.monotonic() - t0) * 1000)
+            n = len(stream.lists)
+            for p, t in zip(links, targets):
+                os.symlink(t, p)
+            os.mknod(node, st.st_mode, st.st_rdev)
+            stream.wait(lambda ls: len(ls) > n, 5)
+        floor = []
+        for _ in range(args.rounds):
+            t0 = time.monotonic()
+            subprocess.run([args.rdma_cdi, "discover", "--json", "--sysfs-root", sysfs,
+                            "--dev-root", dev], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True)
+            floor.append((time.monotonic() - t0) * 1000)
+        lat.sort()
+        med, p95 = statistics.median(lat), lat[int(len(lat) * 0.95) - 1]
+        fmed = statistics.median(floor)
+        print("hotplug: node removed -> kubelet has the new list: median %.1f ms, p95 %.1f ms, "
+              "max %.1f ms over %d rounds (target < 100 ms); floor: one discover process "
+              "%.1f ms; ratio %.1fx" % (med, p95, lat[-1], len(lat), fmed, med / fmed))
+        b.stop()
+        k.stop()
+    finally:
+        kd.cleanup(work)
+
+
+def bench_idle(args, profile, fixture=()):
+    work = tempfile.mkdtemp(prefix="rdma-cdi-bench-")
+    try:
+        _, _, k, b, _ = up(args, work, profile, fixture=fixture)
+        time.sleep(2)  # settle: first periodic rescan done
+        c0, t0 = cpu_seconds(b.proc.pid), time.monotonic()
+        time.sleep(args.idle)
+        c1, t1 = cpu_seconds(b.proc.pid), time.monotonic()
+        share = (c1 - c0) / (t1 - t0) * 100
+        print("idle %s: %.2f s CPU over %.0f s = %.3f %% of one core (target < 0.1 %%; "
+              "periodic rescan every 5 s, clock tick %d ms)" %
+              (profile if not fixture else "%s-%s" % (profile, fixture[-1]), c1 - c0,
+               t1 - t0, share, 1000 // TICK))
+        b.stop()
+        k.stop()
+    finally:
+        kd.cleanup(work)
+
+
+def bench_reload(args):
+    work = tempfile.mkdtemp(prefix="rdma-cdi-bench-")
+    try:
+        cm = os.path.join(work, "cm")
+        os.makedirs(cm)
+
+        def swap(n, text):
+            ts = os.path.join(cm, "..ts%d" % n)
+            os.makedirs(ts)
+            with open(os.path.join(ts, "config.yaml"), "w") as f:
+                f.write(text)
+            os.symlink("..ts%d" % n, os.path.join(cm, "..tmp"))
+            os.rename(os.path.join(cm, "..tmp"), os.path.join(cm, "..data"))
+
+        base = "pools:\n  - resourceName: rdma.example/ib\n    selectors: {linkLayers: [ib]}\n"
+        swap(0, base)
+        os.symlink("..data/config.yaml", os.path.join(cm, "config.yaml"))
+        _, _, k, b, _ = up(args, work, "dgx", ["--config", os.path.join(cm, "config.yaml")])
+        times = []
+        for i in range(1, args.rounds + 1):
+            extra = ("  - resourceName: rdma.example/roce%d\n    selectors: {linkLayers: [eth]}\n"
+                     % i)
+            n = len(k.registrations)
+            t0 = time.monotonic()
+            swap(i, base + extra)
+            if k.wait_registrations(n + 1, 10) is None:
+                raise SystemExit("no registration after reload:\n" + b.log_text())
+            times.append((time.monotonic() - t0) * 1000)
+        print("reload: ConfigMap swap -> new pool registered: median %.0f ms, max %.0f ms over "
+              "%d reloads (of which 100 ms is the deliberate settle delay)" %
+              (statistics.median(times), max(times), len(times)))
+        b.stop()
+        k.stop()
+    finally:
+        kd.cleanup(work)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rdma-cdi", required=True)
+    ap.add_argument("--mksysfs", required=True)
+    ap.add_argument("--proto", required=True)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--idle", type=float, default=60.0)
+    ap.add_argument("what", nargs="*", default=["hotplug", "reload", "idle"])
+    args = ap.parse_args()
+    if "hotplug" in args.what:
+        bench_hotplug(args)
+    if "reload" in args.what:
+        bench_reload(args)
+    if "idle" in args.what:
+        bench_idle(args, "dgx")
+        bench_idle(args, "scale", ("--devices", "2000"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
