@@ -199,6 +199,7 @@ static bool exists(const char *path)
 
 /* ---- devices, modules, device nodes ------------------------------------------ */
 
+#define KIND_HINT "rdma.example/hca"
 #define NO_DEVICES_FIX                                                                             \
 	"modprobe ib_uverbs and your HCA's RDMA driver (mlx5_ib for ConnectX; irdma, bnxt_re, "    \
 	"efa, ...); inside a container: ask for a device through CDI (--device "                   \
@@ -246,8 +247,8 @@ static int check_devices(struct doctor *d, struct disc_node **ret_node)
 	usable = disc_node_count_usable(node);
 	if (node->n_devices == 0)
 		add_check(d, "devices", ST_FAIL, data, NO_DEVICES_FIX,
-			  "the kernel has no RDMA devices (nothing in %s/class/infiniband): load "
-			  "ib_uverbs and your HCA's driver (mlx5_ib ...)",
+			  "the kernel has no RDMA devices: load ib_uverbs and your HCA's driver "
+			  "(mlx5_ib ...); nothing in %s/class/infiniband",
 			  sysfs);
 	else if (usable == 0)
 		add_check(d, "devices", ST_FAIL, data, "modprobe ib_uverbs",
@@ -435,7 +436,9 @@ static const char *verbs_fix(const struct disc_verbs_device *v)
 	return "check dmesg for the HCA driver's error; a firmware or driver reset may help";
 }
 
-static void check_verbs(struct doctor *d)
+/* sysfs_usable: devices the (host's) sysfs shows; verbs seeing none of them means this
+ * process cannot reach them, not that the kernel has none. */
+static void check_verbs(struct doctor *d, size_t sysfs_usable)
 {
 	struct disc_verbs_report *rep = NULL;
 	cJSON *data, *list;
@@ -475,10 +478,23 @@ static void check_verbs(struct doctor *d)
 		if (rep->list_error)
 			snprintf(why, sizeof(why), " (ibv_get_device_list: %s)",
 				 strerror(-rep->list_error));
-		add_check(d, "verbs", ST_FAIL, data, NO_DEVICES_FIX,
-			  "verbs sees no RDMA device%s: the kernel has no RDMA devices: load "
-			  "ib_uverbs and your HCA's driver (mlx5_ib ...)",
-			  why);
+		if (sysfs_usable)
+			add_check(
+			    d, "verbs", ST_FAIL, data,
+			    "inside a container: ask for the devices through CDI "
+			    "(--device " KIND_HINT
+			    "=NAME, or the rdma.example/hca resource); on the host: "
+			    "modprobe ib_uverbs",
+			    "verbs sees no RDMA device%s although %s/class/infiniband_verbs has "
+			    "%zu: this process cannot reach them (no /dev/infiniband/uverbs* "
+			    "node here?)",
+			    why, d->sysfs_root, sysfs_usable);
+		else
+			add_check(
+			    d, "verbs", ST_FAIL, data, NO_DEVICES_FIX,
+			    "verbs sees no RDMA device%s: the kernel has no RDMA devices: load "
+			    "ib_uverbs and your HCA's driver (mlx5_ib ...)",
+			    why);
 	} else {
 		size_t good = 0;
 
@@ -1619,6 +1635,11 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 		return;
 	}
 	spec_options_from(disk, &o);
+	/* The fix repeats only what differs from generate's defaults. */
+	if (o.hook_path && strcmp(o.hook_path, RDMA_CDI_HOOK_PATH) == 0)
+		o.hook_path = NULL;
+	if (o.memlock && strcmp(o.memlock, "unlimited") == 0)
+		o.memlock = NULL;
 	fix = strdup_printf("rdma-cdi generate --spec-dir %s%s%s%s%s%s%s%s", d->spec_dir,
 			    strcmp(d->kind, SPEC_DEFAULT_KIND) ? " --kind " : "",
 			    strcmp(d->kind, SPEC_DEFAULT_KIND) ? d->kind : "",
@@ -1821,7 +1842,7 @@ int cmd_doctor(int argc, char **argv)
 		check_module(&d, "rdma_ucm", "class/misc/rdma_cm", ST_WARN);
 		check_nodes(&d, node);
 		check_memlock(&d, has_cap_ipc_lock());
-		check_verbs(&d);
+		check_verbs(&d, node ? disc_node_count_usable(node) : 0);
 		check_netns(&d);
 		check_containerd(&d);
 		check_containerd_unit(&d);
