@@ -234,7 +234,10 @@ static int check_devices(struct doctor *d, struct disc_node **ret_node)
 
 		cJSON_AddItemToArray(list, o2);
 		cJSON_AddStringToObject(o2, "name", dev_i->name);
-		cJSON_AddStringToObject(o2, "pci", dev_i->pci);
+		if (dev_i->pci[0])
+			cJSON_AddStringToObject(o2, "pci", dev_i->pci);
+		else
+			cJSON_AddNullToObject(o2, "pci");
 		if (dev_i->has_uverbs)
 			cJSON_AddStringToObject(o2, "uverbs", dev_i->uverbs.name);
 		else
@@ -1346,8 +1349,11 @@ static void check_containerd_unit(struct doctor *d)
 			  "no containerd.service unit here");
 		return;
 	}
-	cJSON_AddItemToObject(data, "unit",
-			      cJSON_CreateStringReference(unit)); /* a static string */
+	{
+		_cleanup_free_ char *u = strdup_printf("%s/containerd.service", unit);
+
+		cJSON_AddStringToObject(data, "unit", u ? u : "");
+	}
 	/* Drop-in names across all dirs, first occurrence wins, applied in name order. */
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		_cleanup_free_ char *p = strdup_printf("%s/containerd.service.d/*.conf", dirs[i]);
@@ -1385,7 +1391,10 @@ static void check_containerd_unit(struct doctor *d)
 			cJSON_AddItemToArray(dropins, cJSON_CreateString(shown));
 		free(names[i]);
 	}
-	cJSON_AddStringToObject(data, "limit_memlock", lim.value);
+	if (lim.value[0])
+		cJSON_AddStringToObject(data, "limit_memlock", lim.value);
+	else
+		cJSON_AddNullToObject(data, "limit_memlock");
 
 #define UNIT_FIX                                                                                   \
 	"mkdir -p /etc/systemd/system/containerd.service.d && printf "                             \
@@ -1534,31 +1543,39 @@ static void spec_options_from(const cJSON *spec, struct spec_options *o)
 	}
 }
 
-/* Names one spec has and the other lacks, as "a, b" (at most a few). */
-static void names_missing(const cJSON *from, const cJSON *in, char *out, size_t size)
+/* Names one spec has and the other lacks: all into arr, the first few as "a, b" into out.
+ * The spec on disk is hostile: the quadratic compare is bounded. */
+#define NAMES_COMPARE_MAX 4096
+static void names_missing(const cJSON *from, const cJSON *in, cJSON *arr, char *out, size_t size)
 {
+	const cJSON *fd = cJSON_GetObjectItemCaseSensitive(from, "devices");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(in, "devices");
 	const cJSON *a, *b;
 	size_t used = 0, count = 0;
 
 	out[0] = '\0';
-	cJSON_ArrayForEach (a, cJSON_GetObjectItemCaseSensitive(from, "devices")) {
+	if (cJSON_GetArraySize(fd) > NAMES_COMPARE_MAX ||
+	    cJSON_GetArraySize(id) > NAMES_COMPARE_MAX)
+		return;
+	cJSON_ArrayForEach (a, fd) {
 		const cJSON *na = cJSON_GetObjectItemCaseSensitive(a, "name");
 		bool found = false;
 
 		if (!cJSON_IsString(na))
 			continue;
-		cJSON_ArrayForEach (b, cJSON_GetObjectItemCaseSensitive(in, "devices")) {
+		cJSON_ArrayForEach (b, id) {
 			const cJSON *nb = cJSON_GetObjectItemCaseSensitive(b, "name");
 
 			found = found || (cJSON_IsString(nb) &&
 					  strcmp(na->valuestring, nb->valuestring) == 0);
 		}
-		if (found || ++count > 8)
+		if (found)
 			continue;
-		used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s",
-					 used ? ", " : "", na->valuestring);
-		if (used >= size)
-			break;
+		cJSON_AddItemToArray(arr, cJSON_CreateString(na->valuestring));
+		if (++count > 8 || used >= size)
+			continue;
+		used += (size_t)snprintf(out + used, size - used, "%s%s", used ? ", " : "",
+					 na->valuestring);
 	}
 }
 
@@ -1675,11 +1692,11 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 			  "%s matches what rdma-cdi generate writes now", shown);
 		return;
 	}
-	names_missing(built, disk, added, sizeof(added));
-	names_missing(disk, built, removed, sizeof(removed));
 	cJSON_AddStringToObject(data, "state", "differs");
-	cJSON_AddStringToObject(data, "new_devices", added);
-	cJSON_AddStringToObject(data, "gone_devices", removed);
+	names_missing(built, disk, cJSON_AddArrayToObject(data, "new_devices"), added,
+		      sizeof(added));
+	names_missing(disk, built, cJSON_AddArrayToObject(data, "gone_devices"), removed,
+		      sizeof(removed));
 	add_check(d, "spec", ST_FAIL, data, fix,
 		  "%s differs from what rdma-cdi generate writes now%s%s%s%s%s", shown,
 		  added[0] ? "; not in it: " : "", added, removed[0] ? "; no longer here: " : "",
