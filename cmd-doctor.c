@@ -252,7 +252,7 @@ static int check_devices(struct doctor *d, struct disc_node **ret_node)
 		add_check(d, "devices", ST_FAIL, data, NO_DEVICES_FIX,
 			  "the kernel has no RDMA devices: load ib_uverbs and your HCA's driver "
 			  "(mlx5_ib ...); nothing in %s/class/infiniband",
-			  sysfs);
+			  d->sysfs_root);
 	else if (usable == 0)
 		add_check(d, "devices", ST_FAIL, data, "modprobe ib_uverbs",
 			  "%zu RDMA devices but none has a uverbs device (class/infiniband_verbs): "
