@@ -29,6 +29,7 @@
 #include "common.h"
 #include "config.h"
 #include "discovery.h"
+#include "doctor-config.h"
 #include "hooks.h"
 #include "specs.h"
 
@@ -568,378 +569,6 @@ static void check_netns(struct doctor *d)
 	}
 }
 
-/* ---- a TOML subset: enough to read containerd's and CRI-O's settings ------------ */
-
-/*
- * The parser walks the whole document (so a syntax error anywhere is reported with
- * file:line:column, as the runtime itself would refuse the file) and hands every key
- * whose value is a bool, an integer, a string or an array of strings to a callback,
- * with its full path: table and key components joined by '\n' (no key can hold one).
- */
-enum tv_type { TV_BOOL, TV_INT, TV_STRING, TV_STRINGS, TV_OTHER };
-
-struct toml_value {
-	enum tv_type type;
-	bool b;
-	long long i;
-	char *s;     /* TV_STRING */
-	cJSON *strs; /* TV_STRINGS: array of strings */
-	int line, col;
-};
-
-struct toml {
-	const char *buf;
-	size_t len, pos;
-	int line;
-	size_t line_start;
-	char path[1024]; /* current table */
-	char err[256];
-	void (*cb)(void *ud, const char *key, const struct toml_value *v);
-	void *ud;
-};
-
-static int toml_fail(struct toml *t, const char *msg)
-{
-	snprintf(t->err, sizeof(t->err), "%d:%zu: %s", t->line, t->pos - t->line_start + 1, msg);
-	return -EBADMSG;
-}
-
-static int peek(const struct toml *t)
-{
-	return t->pos < t->len ? (unsigned char)t->buf[t->pos] : -1;
-}
-
-static bool starts(const struct toml *t, const char *s)
-{
-	size_t n = strlen(s);
-
-	return t->len - t->pos >= n && memcmp(t->buf + t->pos, s, n) == 0;
-}
-
-static void newline(struct toml *t)
-{
-	t->pos++;
-	t->line++;
-	t->line_start = t->pos;
-}
-
-static void skip_ws(struct toml *t)
-{
-	while (peek(t) == ' ' || peek(t) == '\t')
-		t->pos++;
-}
-
-static void skip_comment(struct toml *t)
-{
-	if (peek(t) == '#')
-		while (peek(t) >= 0 && peek(t) != '\n')
-			t->pos++;
-}
-
-/* Whitespace, newlines and comments: inside arrays and inline tables. */
-static void skip_all(struct toml *t)
-{
-	for (;;) {
-		skip_ws(t);
-		skip_comment(t);
-		if (peek(t) == '\r')
-			t->pos++;
-		else if (peek(t) == '\n')
-			newline(t);
-		else
-			return;
-	}
-}
-
-/* A "basic" or 'literal' one-line string into out (escapes \" \\ \t \n \/ kept simple). */
-static int parse_string(struct toml *t, char *out, size_t size)
-{
-	int q = peek(t);
-	size_t n = 0;
-
-	t->pos++;
-	for (;;) {
-		int c = peek(t);
-
-		if (c < 0 || c == '\n')
-			return toml_fail(t, "unterminated string");
-		t->pos++;
-		if (c == q)
-			break;
-		if (c == '\\' && q == '"') {
-			c = peek(t);
-			t->pos++;
-			switch (c) {
-			case '"':
-			case '\\':
-			case '/':
-				break;
-			case 'n':
-				c = '\n';
-				break;
-			case 't':
-				c = '\t';
-				break;
-			default:
-				return toml_fail(t, "unsupported escape sequence in a string");
-			}
-		}
-		if (c == 0)
-			return toml_fail(t, "NUL in a string");
-		if (n + 1 >= size)
-			return toml_fail(t, "string too long");
-		out[n++] = (char)c;
-	}
-	out[n] = '\0';
-	return 0;
-}
-
-static bool is_bare(int c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '-';
-}
-
-/* A dotted key, appended to path (components separated by '\n'). */
-static int parse_key(struct toml *t, char *path, size_t size)
-{
-	for (;;) {
-		char comp[256];
-		size_t n = 0, used = strlen(path);
-		int r;
-
-		skip_ws(t);
-		if (peek(t) == '"' || peek(t) == '\'') {
-			r = parse_string(t, comp, sizeof(comp));
-			if (r < 0)
-				return r;
-			if (strchr(comp, '\n'))
-				return toml_fail(t, "newline in a key");
-		} else {
-			while (is_bare(peek(t)) && n + 1 < sizeof(comp))
-				comp[n++] = t->buf[t->pos++];
-			comp[n] = '\0';
-			if (n == 0)
-				return toml_fail(t, "expected a key");
-		}
-		if (used + strlen(comp) + 2 > size)
-			return toml_fail(t, "key too long");
-		snprintf(path + used, size - used, "%s%s", used ? "\n" : "", comp);
-		skip_ws(t);
-		if (peek(t) != '.')
-			return 0;
-		t->pos++;
-	}
-}
-
-static int skip_multiline(struct toml *t, const char *delim)
-{
-	t->pos += 3;
-	while (!starts(t, delim)) {
-		if (peek(t) < 0)
-			return toml_fail(t, "unterminated multi-line string");
-		if (peek(t) == '\n')
-			newline(t);
-		else
-			t->pos++;
-	}
-	t->pos += 3;
-	return 0;
-}
-
-static int parse_value(struct toml *t, struct toml_value *v, int depth);
-
-static int parse_array(struct toml *t, struct toml_value *v, int depth)
-{
-	bool all_strings = true;
-	cJSON *strs = cJSON_CreateArray();
-
-	if (!strs)
-		return -ENOMEM;
-	t->pos++;
-	for (;;) {
-		struct toml_value e = {};
-		int r;
-
-		skip_all(t);
-		if (peek(t) == ']') {
-			t->pos++;
-			break;
-		}
-		r = parse_value(t, &e, depth + 1);
-		if (r < 0) {
-			cJSON_Delete(strs);
-			return r;
-		}
-		if (e.type == TV_STRING)
-			cJSON_AddItemToArray(strs, cJSON_CreateString(e.s));
-		else
-			all_strings = false;
-		free(e.s);
-		cJSON_Delete(e.strs);
-		skip_all(t);
-		if (peek(t) == ',') {
-			t->pos++;
-			continue;
-		}
-		if (peek(t) == ']') {
-			t->pos++;
-			break;
-		}
-		cJSON_Delete(strs);
-		return toml_fail(t, "expected ',' or ']' in an array");
-	}
-	if (all_strings) {
-		v->type = TV_STRINGS;
-		v->strs = strs;
-	} else {
-		v->type = TV_OTHER;
-		cJSON_Delete(strs);
-	}
-	return 0;
-}
-
-static int parse_inline_table(struct toml *t, int depth)
-{
-	t->pos++;
-	skip_ws(t);
-	if (peek(t) == '}') {
-		t->pos++;
-		return 0;
-	}
-	for (;;) {
-		char key[1024] = "";
-		struct toml_value e = {};
-		int r = parse_key(t, key, sizeof(key));
-
-		if (r < 0)
-			return r;
-		if (peek(t) != '=')
-			return toml_fail(t, "expected '=' after a key");
-		t->pos++;
-		skip_ws(t);
-		r = parse_value(t, &e, depth + 1);
-		free(e.s);
-		cJSON_Delete(e.strs);
-		if (r < 0)
-			return r;
-		skip_ws(t);
-		if (peek(t) == ',') {
-			t->pos++;
-			continue;
-		}
-		if (peek(t) == '}') {
-			t->pos++;
-			return 0;
-		}
-		return toml_fail(t, "expected ',' or '}' in an inline table");
-	}
-}
-
-static int parse_value(struct toml *t, struct toml_value *v, int depth)
-{
-	char buf[4096];
-	size_t n = 0;
-	int c = peek(t), r;
-
-	v->line = t->line;
-	v->col = (int)(t->pos - t->line_start + 1);
-	if (depth > 32)
-		return toml_fail(t, "nesting deeper than 32");
-	if (starts(t, "\"\"\"") || starts(t, "'''")) {
-		v->type = TV_OTHER;
-		return skip_multiline(t, c == '"' ? "\"\"\"" : "'''");
-	}
-	if (c == '"' || c == '\'') {
-		r = parse_string(t, buf, sizeof(buf));
-		if (r < 0)
-			return r;
-		v->type = TV_STRING;
-		v->s = strdup(buf);
-		return v->s ? 0 : -ENOMEM;
-	}
-	if (c == '[')
-		return parse_array(t, v, depth);
-	if (c == '{') {
-		v->type = TV_OTHER;
-		return parse_inline_table(t, depth);
-	}
-	/* true, false, numbers, dates: one bare token. */
-	while (n + 1 < sizeof(buf) &&
-	       (is_bare(peek(t)) || peek(t) == '.' || peek(t) == '+' || peek(t) == ':' ||
-		(peek(t) == ' ' && n == 10 && buf[4] == '-')))
-		buf[n++] = t->buf[t->pos++];
-	buf[n] = '\0';
-	if (n == 0)
-		return toml_fail(t, "expected a value");
-	if (strcmp(buf, "true") == 0 || strcmp(buf, "false") == 0) {
-		v->type = TV_BOOL;
-		v->b = buf[0] == 't';
-	} else if (parse_int64(buf, &v->i) >= 0) {
-		v->type = TV_INT;
-	} else {
-		v->type = TV_OTHER;
-	}
-	return 0;
-}
-
-static int parse_table_header(struct toml *t)
-{
-	bool array = starts(t, "[[");
-
-	t->pos += array ? 2 : 1;
-	t->path[0] = '\0';
-	if (parse_key(t, t->path, sizeof(t->path)) < 0)
-		return -EBADMSG;
-	if (!starts(t, array ? "]]" : "]"))
-		return toml_fail(t, "expected ']' after a table name");
-	t->pos += array ? 2 : 1;
-	return 0;
-}
-
-static int toml_parse(struct toml *t)
-{
-	t->line = 1;
-	while (t->pos < t->len) {
-		int r;
-
-		skip_ws(t);
-		if (peek(t) == '[') {
-			r = parse_table_header(t);
-		} else if (peek(t) == '#' || peek(t) == '\n' || peek(t) == '\r' || peek(t) < 0) {
-			r = 0;
-		} else {
-			char key[2048];
-			struct toml_value v = {};
-
-			snprintf(key, sizeof(key), "%s", t->path);
-			r = parse_key(t, key, sizeof(key));
-			if (r < 0)
-				return r;
-			if (peek(t) != '=')
-				return toml_fail(t, "expected '=' after a key");
-			t->pos++;
-			skip_ws(t);
-			r = parse_value(t, &v, 0);
-			if (r >= 0 && t->cb)
-				t->cb(t->ud, key, &v);
-			free(v.s);
-			cJSON_Delete(v.strs);
-		}
-		if (r < 0)
-			return r;
-		skip_ws(t);
-		skip_comment(t);
-		if (peek(t) == '\r')
-			t->pos++;
-		if (peek(t) == '\n')
-			newline(t);
-		else if (peek(t) >= 0)
-			return toml_fail(t, "expected the end of the line");
-	}
-	return 0;
-}
-
 /* ---- containerd and CRI-O --------------------------------------------------------- */
 
 struct cri_settings {
@@ -958,22 +587,22 @@ static const char *const containerd_sections[] = {
 };
 static const char *const crio_sections[] = {"crio\nruntime"};
 
-static void cri_cb(void *ud, const char *key, const struct toml_value *v)
+static void cri_cb(void *ud, const char *key, const struct doctor_toml_value *v)
 {
 	struct cri_settings *s = ud;
 	size_t n;
 
-	if (strcmp(key, "version") == 0 && v->type == TV_INT)
+	if (strcmp(key, "version") == 0 && v->type == DOCTOR_TOML_INT)
 		s->version = v->i;
 	for (size_t i = 0; i < s->n_sections; i++) {
 		n = strlen(s->sections[i]);
 		if (strncmp(key, s->sections[i], n) != 0 || key[n] != '\n')
 			continue;
-		if (strcmp(key + n + 1, "enable_cdi") == 0 && v->type == TV_BOOL) {
+		if (strcmp(key + n + 1, "enable_cdi") == 0 && v->type == DOCTOR_TOML_BOOL) {
 			s->enable_cdi[i] = v->b;
 			s->enable_cdi_line[i] = v->line;
 		}
-		if (strcmp(key + n + 1, "cdi_spec_dirs") == 0 && v->type == TV_STRINGS) {
+		if (strcmp(key + n + 1, "cdi_spec_dirs") == 0 && v->type == DOCTOR_TOML_STRINGS) {
 			cJSON_Delete(s->spec_dirs[i]);
 			s->spec_dirs[i] = cJSON_Duplicate(v->strs, true);
 		}
@@ -984,7 +613,7 @@ static void cri_cb(void *ud, const char *key, const struct toml_value *v)
 static int read_toml(const char *path, struct cri_settings *s, char *err, size_t errlen)
 {
 	_cleanup_free_ char *buf = NULL;
-	struct toml t = {.cb = cri_cb, .ud = s};
+	char why[256];
 	size_t len;
 	int r;
 
@@ -996,15 +625,9 @@ static int read_toml(const char *path, struct cri_settings *s, char *err, size_t
 			 r == -EFBIG ? "larger than 1 MiB, not a runtime config" : strerror(-r));
 		return r;
 	}
-	if (memchr(buf, '\0', len)) {
-		snprintf(err, errlen, "%s: contains a NUL byte, not a TOML file", path);
-		return -EBADMSG;
-	}
-	t.buf = buf;
-	t.len = len;
-	r = toml_parse(&t);
+	r = doctor_toml_parse(buf, len, cri_cb, s, why, sizeof(why));
 	if (r < 0)
-		snprintf(err, errlen, "%s:%s", path, t.err);
+		snprintf(err, errlen, "%s:%s", path, why);
 	return r;
 }
 
@@ -1216,105 +839,30 @@ out:
 
 /* ---- the containerd unit's LimitMEMLOCK ----------------------------------------- */
 
-/* systemd's rlimit syntax: "infinity", or bytes with a 1024-based K/M/G/T/P/E suffix;
- * "SOFT:HARD" sets both. */
-static int parse_systemd_limit(const char *s, rlim_t *ret_soft, rlim_t *ret_hard)
-{
-	char part[64];
-	rlim_t v[2];
-	const char *colon = strchr(s, ':');
-
-	for (int i = 0; i < 2; i++) {
-		const char *start = i == 0 ? s : colon + 1;
-		size_t n = i == 0 && colon ? (size_t)(colon - s) : strlen(start);
-		unsigned long long x = 0, mult = 1;
-		size_t k = 0;
-
-		if (n == 0 || n >= sizeof(part))
-			return -EINVAL;
-		memcpy(part, start, n);
-		part[n] = '\0';
-		if (strcmp(part, "infinity") == 0) {
-			v[i] = RLIM_INFINITY;
-		} else {
-			for (; part[k] >= '0' && part[k] <= '9'; k++) {
-				if (x > (~0ULL - 9) / 10)
-					return -ERANGE;
-				x = x * 10 + (unsigned)(part[k] - '0');
-			}
-			if (k == 0)
-				return -EINVAL;
-			if (part[k]) {
-				const char *suf = strchr("KMGTPE", part[k]);
-
-				if (!suf || part[k + 1])
-					return -EINVAL;
-				mult = 1ULL << (10 * (1 + (suf - "KMGTPE")));
-			}
-			if (x > ~0ULL / mult)
-				return -ERANGE;
-			v[i] = (rlim_t)(x * mult);
-		}
-		if (!colon) {
-			v[1] = v[0];
-			break;
-		}
-	}
-	*ret_soft = v[0];
-	*ret_hard = v[1];
-	return 0;
-}
-
 struct unit_limit {
 	char value[128]; /* "" = not set */
 	char file[512];
 	int line;
 };
 
-/* Applies one unit file's [Service] LimitMEMLOCK= assignments (the last one wins; an
- * empty value resets). */
+/* Applies one unit file's [Service] LimitMEMLOCK= (the last one wins; an empty value
+ * resets). */
 static int scan_unit(const char *hpath, const char *shown, struct unit_limit *lim)
 {
 	_cleanup_free_ char *buf = NULL;
-	bool service = false;
+	char value[sizeof(lim->value)];
 	size_t len;
-	int line = 0, r;
-	char *p, *save = NULL;
+	int line, r;
 
 	r = read_full_file_at(AT_FDCWD, hpath, CONFIG_MAX_BYTES, false, &buf, &len);
 	if (r < 0)
 		return r;
-	if (memchr(buf, '\0', len))
-		return -EBADMSG;
-	for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
-		char *v, *end;
-
-		line++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		end = p + strlen(p);
-		while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-			*--end = '\0';
-		if (*p == '#' || *p == ';' || !*p)
-			continue;
-		if (*p == '[') {
-			service = strcmp(p, "[Service]") == 0;
-			continue;
-		}
-		if (!service || strncmp(p, "LimitMEMLOCK", 12) != 0)
-			continue;
-		v = p + 12;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		if (*v != '=')
-			continue;
-		v++;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		snprintf(lim->value, sizeof(lim->value), "%s", v);
-		snprintf(lim->file, sizeof(lim->file), "%s", shown);
-		lim->line = line;
-	}
+	r = doctor_unit_setting(buf, len, "Service", "LimitMEMLOCK", value, sizeof(value), &line);
+	if (r <= 0)
+		return r;
+	memcpy(lim->value, value, sizeof(value));
+	snprintf(lim->file, sizeof(lim->file), "%s", shown);
+	lim->line = line;
 	return 0;
 }
 
@@ -1407,7 +955,7 @@ static void check_containerd_unit(struct doctor *d)
 		    "containerd.service sets no LimitMEMLOCK: containers start with systemd's "
 		    "default (8 MiB since systemd 253, 64 KiB before) unless the rdma-cdi "
 		    "hook raises it");
-	} else if (parse_systemd_limit(lim.value, &soft, &hard) < 0) {
+	} else if (doctor_systemd_limit_parse(lim.value, &soft, &hard) < 0) {
 		add_check(d, "containerd.unit", ST_WARN, data, UNIT_FIX,
 			  "%s:%d: LimitMEMLOCK=%s is not a limit systemd understands", lim.file,
 			  lim.line, lim.value);
