@@ -17,7 +17,6 @@
  */
 #include <fcntl.h>
 #include <getopt.h>
-#include <glob.h>
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -766,20 +765,69 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+#define MAX_DROPINS 256
+
+struct names {
+	char *v[MAX_DROPINS];
+	size_t n;
+};
+
+static void names_done(struct names *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	l->n = 0;
+}
+
+/* Adds the "*.conf" file names in the host directory dir (skipping hidden ones and names
+ * already there), at most MAX_DROPINS. A missing directory adds nothing. */
+static int add_conf_names(const struct doctor *d, const char *dir, struct names *l)
+{
+	_cleanup_free_ char *hdir = host_path(d, dir);
+	_cleanup_closedir_ DIR *dh = NULL;
+	struct dirent *de;
+
+	if (!hdir)
+		return -ENOMEM;
+	dh = opendir(hdir);
+	if (!dh)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	while ((de = readdir(dh)) && l->n < MAX_DROPINS) {
+		size_t n = strlen(de->d_name);
+		bool dup = false;
+
+		if (de->d_name[0] == '.' || n <= 5 || strcmp(de->d_name + n - 5, ".conf") != 0)
+			continue;
+		for (size_t i = 0; i < l->n; i++)
+			dup = dup || strcmp(strrchr(l->v[i], '/') + 1, de->d_name) == 0;
+		if (dup)
+			continue;
+		l->v[l->n] = strdup_printf("%s/%s", dir, de->d_name);
+		if (!l->v[l->n])
+			return -ENOMEM;
+		l->n++;
+	}
+	return 0;
+}
+
+static int cmp_base(const void *a, const void *b)
+{
+	return strcmp(strrchr(*(char *const *)a, '/'), strrchr(*(char *const *)b, '/'));
+}
+
 static void check_crio(struct doctor *d)
 {
 	_cleanup_free_ char *main_conf = host_path(d, "/etc/crio/crio.conf");
-	_cleanup_free_ char *pattern = host_path(d, "/etc/crio/crio.conf.d/*.conf");
 	struct cri_settings s = {.enable_cdi = {-1, -1},
 				 .sections = crio_sections,
 				 .n_sections = ELEMENTSOF(crio_sections)};
 	cJSON *data = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(data, "files");
-	glob_t g = {};
+	struct names drop = {};
 	char err[512], fix[512];
 	size_t found = 0;
 	int r;
 
-	if (!main_conf || !pattern || !files) {
+	if (!main_conf || !files) {
 		cJSON_Delete(data);
 		d->oom = true;
 		return;
@@ -792,22 +840,25 @@ static void check_crio(struct doctor *d)
 	}
 	if (r != -ENOENT && r < 0)
 		goto fail;
-	if (glob(pattern, 0, NULL, &g) == 0) {
-		qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), cmp_str);
-		for (size_t i = 0; i < g.gl_pathc; i++) {
-			r = read_toml(g.gl_pathv[i], &s, err, sizeof(err));
-			if (r == -ENOENT)
-				continue;
-			if (r < 0)
-				goto fail;
-			found++;
-			cJSON_AddItemToArray(
-			    files, cJSON_CreateString(
-				       g.gl_pathv[i] +
-				       strlen(d->host_root == NULL || strcmp(d->host_root, "/") == 0
-						  ? ""
-						  : d->host_root)));
+	if (add_conf_names(d, "/etc/crio/crio.conf.d", &drop) < 0) {
+		d->oom = true;
+		goto out;
+	}
+	qsort(drop.v, drop.n, sizeof(char *), cmp_str);
+	for (size_t i = 0; i < drop.n; i++) {
+		_cleanup_free_ char *hp = host_path(d, drop.v[i]);
+
+		if (!hp) {
+			d->oom = true;
+			goto out;
 		}
+		r = read_toml(hp, &s, err, sizeof(err));
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			goto fail;
+		found++;
+		cJSON_AddItemToArray(files, cJSON_CreateString(drop.v[i]));
 	}
 	if (!found) {
 		add_check(d, "crio.config", ST_SKIP, data, NULL,
@@ -833,7 +884,7 @@ fail:
 	add_check(d, "crio.config", ST_FAIL, data,
 		  "fix the syntax error: CRI-O refuses to start with this file", "%s", err);
 out:
-	globfree(&g);
+	names_done(&drop);
 	cri_settings_done(&s);
 }
 
@@ -875,8 +926,7 @@ static void check_containerd_unit(struct doctor *d)
 					   "/usr/lib/systemd/system"};
 	struct unit_limit lim = {};
 	cJSON *data = cJSON_CreateObject(), *dropins = cJSON_AddArrayToObject(data, "dropins");
-	char *names[256];
-	size_t n_names = 0;
+	struct names drop = {};
 	const char *unit = NULL;
 	rlim_t soft, hard;
 
@@ -904,41 +954,21 @@ static void check_containerd_unit(struct doctor *d)
 	}
 	/* Drop-in names across all dirs, first occurrence wins, applied in name order. */
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		_cleanup_free_ char *p = strdup_printf("%s/containerd.service.d/*.conf", dirs[i]);
-		_cleanup_free_ char *hp = p ? host_path(d, p) : NULL;
-		glob_t g = {};
+		_cleanup_free_ char *p = strdup_printf("%s/containerd.service.d", dirs[i]);
 
-		if (!hp || glob(hp, 0, NULL, &g) != 0) {
-			globfree(&g);
-			continue;
+		if (!p || add_conf_names(d, p, &drop) == -ENOMEM) {
+			d->oom = true;
+			break;
 		}
-		for (size_t k = 0; k < g.gl_pathc && n_names < ELEMENTSOF(names); k++) {
-			const char *base = strrchr(g.gl_pathv[k], '/') + 1;
-			bool dup = false;
-
-			for (size_t m = 0; m < n_names; m++)
-				dup = dup || strcmp(strrchr(names[m], '/') + 1, base) == 0;
-			if (!dup && (names[n_names] = strdup(g.gl_pathv[k])))
-				n_names++;
-		}
-		globfree(&g);
 	}
-	for (size_t i = 0; i < n_names; i++)
-		for (size_t k = i + 1; k < n_names; k++)
-			if (strcmp(strrchr(names[k], '/'), strrchr(names[i], '/')) < 0) {
-				char *tmp = names[i];
+	qsort(drop.v, drop.n, sizeof(char *), cmp_base);
+	for (size_t i = 0; i < drop.n; i++) {
+		_cleanup_free_ char *hp = host_path(d, drop.v[i]);
 
-				names[i] = names[k];
-				names[k] = tmp;
-			}
-	for (size_t i = 0; i < n_names; i++) {
-		const char *shown =
-		    names[i] + (strcmp(d->host_root, "/") == 0 ? 0 : strlen(d->host_root));
-
-		if (scan_unit(names[i], shown, &lim) == 0)
-			cJSON_AddItemToArray(dropins, cJSON_CreateString(shown));
-		free(names[i]);
+		if (hp && scan_unit(hp, drop.v[i], &lim) == 0)
+			cJSON_AddItemToArray(dropins, cJSON_CreateString(drop.v[i]));
 	}
+	names_done(&drop);
 	if (lim.value[0])
 		cJSON_AddStringToObject(data, "limit_memlock", lim.value);
 	else
