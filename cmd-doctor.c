@@ -199,11 +199,16 @@ static bool exists(const char *path)
 
 /* ---- devices, modules, device nodes ------------------------------------------ */
 
-#define KIND_HINT "rdma.example/hca"
-#define NO_DEVICES_FIX                                                                             \
-	"modprobe ib_uverbs and your HCA's RDMA driver (mlx5_ib for ConnectX; irdma, bnxt_re, "    \
-	"efa, ...); inside a container: ask for a device through CDI (--device "                   \
-	"rdma.example/hca=NAME)"
+/* The fix for "no RDMA device", naming the spec's kind. */
+static const char *no_devices_fix(const struct doctor *d, char *buf, size_t size)
+{
+	snprintf(buf, size,
+		 "modprobe ib_uverbs and your HCA's RDMA driver (mlx5_ib for ConnectX; irdma, "
+		 "bnxt_re, efa, ...); inside a container: ask for a device through CDI (--device "
+		 "%s=NAME)",
+		 d->kind);
+	return buf;
+}
 
 static int check_devices(struct doctor *d, struct disc_node **ret_node)
 {
@@ -211,6 +216,7 @@ static int check_devices(struct doctor *d, struct disc_node **ret_node)
 	struct disc_options o = {.sysfs_root = sysfs, .dev_root = dev};
 	struct disc_node *node = NULL;
 	cJSON *data, *list;
+	char fix[512];
 	size_t usable;
 	int r;
 
@@ -248,12 +254,24 @@ static int check_devices(struct doctor *d, struct disc_node **ret_node)
 	for (size_t i = 0; list && i < node->n_problems; i++)
 		cJSON_AddItemToArray(list, cJSON_CreateString(node->problems[i]));
 	usable = disc_node_count_usable(node);
-	if (node->n_devices == 0)
-		add_check(d, "devices", ST_FAIL, data, NO_DEVICES_FIX,
-			  "the kernel has no RDMA devices: load ib_uverbs and your HCA's driver "
-			  "(mlx5_ib ...); nothing in %s/class/infiniband",
-			  d->sysfs_root);
-	else if (usable == 0)
+	if (node->n_devices == 0) {
+		_cleanup_free_ char *nested = strdup_printf("%s/sys/class", sysfs);
+		const char *slash = strcmp(d->sysfs_root, "/") == 0 ? "" : d->sysfs_root;
+
+		/* A host's / given as --sysfs-root: say so rather than "no devices". */
+		if (nested && is_dir(nested)) {
+			snprintf(fix, sizeof(fix), "--sysfs-root %s/sys", slash);
+			add_check(d, "devices", ST_FAIL, data, fix,
+				  "no class/infiniband under %s, but %s/sys/class exists: did you "
+				  "mean --sysfs-root %s/sys (or --host-root)?",
+				  d->sysfs_root, slash, slash);
+		} else {
+			add_check(d, "devices", ST_FAIL, data, no_devices_fix(d, fix, sizeof(fix)),
+				  "the kernel has no RDMA devices: load ib_uverbs and your HCA's "
+				  "driver (mlx5_ib ...); nothing in %s/class/infiniband",
+				  d->sysfs_root);
+		}
+	} else if (usable == 0)
 		add_check(d, "devices", ST_FAIL, data, "modprobe ib_uverbs",
 			  "%zu RDMA devices but none has a uverbs device (class/infiniband_verbs): "
 			  "load ib_uverbs",
@@ -445,6 +463,7 @@ static void check_verbs(struct doctor *d, size_t sysfs_usable)
 {
 	struct disc_verbs_report *rep = NULL;
 	cJSON *data, *list;
+	char fix[512];
 	int r;
 
 	r = disc_verbs_probe(d->mr_size, &rep);
@@ -481,23 +500,24 @@ static void check_verbs(struct doctor *d, size_t sysfs_usable)
 		if (rep->list_error)
 			snprintf(why, sizeof(why), " (ibv_get_device_list: %s)",
 				 strerror(-rep->list_error));
-		if (sysfs_usable)
+		if (sysfs_usable) {
+			snprintf(fix, sizeof(fix),
+				 "inside a container: ask for the devices through CDI (--device "
+				 "%s=NAME, or the bridge's resource in the pod spec); on the host: "
+				 "modprobe ib_uverbs",
+				 d->kind);
+			add_check(d, "verbs", ST_FAIL, data, fix,
+				  "verbs sees no RDMA device%s although %s/class/infiniband_verbs "
+				  "has %zu: this process cannot reach them (no "
+				  "/dev/infiniband/uverbs* node here?)",
+				  why, d->sysfs_root, sysfs_usable);
+		} else {
 			add_check(
-			    d, "verbs", ST_FAIL, data,
-			    "inside a container: ask for the devices through CDI "
-			    "(--device " KIND_HINT
-			    "=NAME, or the rdma.example/hca resource); on the host: "
-			    "modprobe ib_uverbs",
-			    "verbs sees no RDMA device%s although %s/class/infiniband_verbs has "
-			    "%zu: this process cannot reach them (no /dev/infiniband/uverbs* "
-			    "node here?)",
-			    why, d->sysfs_root, sysfs_usable);
-		else
-			add_check(
-			    d, "verbs", ST_FAIL, data, NO_DEVICES_FIX,
+			    d, "verbs", ST_FAIL, data, no_devices_fix(d, fix, sizeof(fix)),
 			    "verbs sees no RDMA device%s: the kernel has no RDMA devices: load "
 			    "ib_uverbs and your HCA's driver (mlx5_ib ...)",
 			    why);
+		}
 	} else {
 		size_t good = 0;
 

@@ -244,6 +244,24 @@ def test_devices_and_nodes():
     ok(c["status"] == "ok", "node.uverbs1 mode 0666 as nobody: accessible", show(c))
 
 
+def test_sysfs_root():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host, "--sysfs-root", "/")
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and "did you mean --sysfs-root /sys " in c["message"]
+       and c["fix"] == "--sysfs-root /sys",
+       "--sysfs-root pointing at the host's /: 'did you mean .../sys?'", show(c))
+    rc, j, err = doctor_json("--host-root", host, "--sysfs-root", "/dev")
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and NO_DEVICES in c["message"]
+       and "nothing in /dev/class/infiniband" in c["message"],
+       "--sysfs-root at a tree without RDMA: no devices, naming the path", show(c))
+    rc, j, err = doctor_json("--host-root", host, "--sysfs-root", "/missing")
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and "cannot read sysfs at " + host + "/missing" in c["message"],
+       "--sysfs-root that does not exist: fail naming it", show(c))
+
+
 def test_modules():
     host = make_host(modules=("ib_uverbs",))
     shutil.rmtree(host + "/sys/class/misc")
@@ -628,6 +646,7 @@ try:
     test_this_machine()
     test_json_shape()
     test_devices_and_nodes()
+    test_sysfs_root()
     test_modules()
     test_memlock()
     test_containerd()
