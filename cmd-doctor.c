@@ -340,8 +340,8 @@ static void check_node(struct doctor *d, const struct disc_chardev *cd)
 	if (lstat(hpath, &st) < 0) {
 		int r = -errno;
 
-		add_check(d, id, ST_FAIL, data, r == -ENOENT ? mknod : NULL, "%s: %s", path,
-			  strerror(-r));
+		add_check(d, id, ST_FAIL, data, r == -ENOENT ? mknod : "run as root", "%s: %s",
+			  path, strerror(-r));
 		return;
 	}
 	if (!S_ISCHR(st.st_mode)) {
@@ -1215,8 +1215,10 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 	cJSON_AddStringToObject(data, "path", shown);
 	if (!buf && r != -ENOENT) {
 		cJSON_AddStringToObject(data, "state", "unreadable");
-		add_check(d, "spec", ST_FAIL, data, NULL, "%s: %s", shown,
-			  r == -ELOOP ? "is a symlink" : strerror(-r));
+		add_check(d, "spec", ST_FAIL, data,
+			  "replace it with a regular file readable by root: rm it, then rdma-cdi "
+			  "generate",
+			  "%s: %s", shown, r == -ELOOP ? "is a symlink" : strerror(-r));
 		return;
 	}
 	r = node ? spec_build(node, &o, &built) : -ENODEV;
@@ -1269,7 +1271,11 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 	r = node ? spec_build(node, &o, &built) : -ENODEV;
 	if (r == -ENODEV) {
 		cJSON_AddStringToObject(data, "state", "stale");
-		add_check(d, "spec", ST_FAIL, data, NULL,
+		free(fix);
+		fix = strdup_printf("load the devices' drivers (modprobe ib_uverbs mlx5_ib ...), "
+				    "or rm %s if this node has no RDMA devices any more",
+				    shown);
+		add_check(d, "spec", ST_FAIL, data, fix,
 			  "%s names devices, but this node has no usable RDMA device: containers "
 			  "asking for them fail to start",
 			  shown);
