@@ -1177,6 +1177,42 @@ static void names_missing(const cJSON *from, const cJSON *in, cJSON *arr, char *
 	}
 }
 
+/* The hook our spec runs must exist on the host: a runtime aborts container creation
+ * when a hook cannot be executed. hook NULL: the spec has none of ours. */
+static void check_hook(struct doctor *d, const char *hook, const char *spec)
+{
+	_cleanup_free_ char *hp = hook ? host_path(d, hook) : NULL;
+	_cleanup_free_ char *fix = NULL;
+	cJSON *data = cJSON_CreateObject();
+	struct stat st;
+
+	if (hook && !hp) {
+		cJSON_Delete(data);
+		d->oom = true;
+		return;
+	}
+	if (!hook) {
+		cJSON_AddNullToObject(data, "path");
+		add_check(d, "hook", ST_WARN, data,
+			  "rdma-cdi generate (its spec runs rdma-cdi-hook to raise RLIMIT_MEMLOCK)",
+			  "%s runs no rdma-cdi-hook: containers keep the runtime's RLIMIT_MEMLOCK",
+			  spec);
+		return;
+	}
+	cJSON_AddStringToObject(data, "path", hook);
+	fix = strdup_printf("install rdma-cdi-hook at %s (meson install puts it at %s), or "
+			    "rdma-cdi generate --hook-path WHERE_IT_IS",
+			    hook, RDMA_CDI_HOOK_PATH);
+	if (stat(hp, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		add_check(d, "hook", ST_FAIL, data, fix,
+			  "%s runs the hook %s, which %s: runtimes refuse to create containers "
+			  "that ask for these devices",
+			  spec, hook,
+			  stat(hp, &st) < 0 ? "does not exist" : "is not an executable file");
+	else
+		add_check(d, "hook", ST_OK, data, NULL, "the spec's hook %s is installed", hook);
+}
+
 static void check_spec(struct doctor *d, const struct disc_node *node)
 {
 	_cleanup_free_ char *dir = host_path(d, d->spec_dir), *fj = NULL, *fy = NULL;
@@ -1252,6 +1288,7 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 		return;
 	}
 	spec_options_from(disk, &o);
+	check_hook(d, o.hook_path, shown);
 	/* The fix repeats only what differs from generate's defaults. */
 	if (o.hook_path && strcmp(o.hook_path, RDMA_CDI_HOOK_PATH) == 0)
 		o.hook_path = NULL;

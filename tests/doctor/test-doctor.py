@@ -544,11 +544,26 @@ def test_spec():
        and f"{KIND}=all" in files[0]["names"] and files[0]["kind"] == KIND,
        "spec_dirs lists the spec with its names", show(s))
 
+    h = check(j, "hook")
+    ok(h["status"] == "fail" and "does not exist" in h["message"] and h["fix"].startswith(
+        "install rdma-cdi-hook at " + h["data"]["path"]),
+       "the spec's default hook is not installed in the host root: fail", show(h))
+
     generate(host, "--with-mad", "--memlock", "1G", "--hook-path", "/opt/rdma/rdma-cdi-hook")
     rc, j, err = doctor_json("--host-root", host)
     c = check(j, "spec")
     ok(c["status"] == "ok", "generated with --with-mad --memlock --hook-path: still matches "
        "(options read back from the spec)", show(c))
+    write(host, "/opt/rdma/rdma-cdi-hook", "#!/bin/sh\n", 0o644)
+    rc, j, err = doctor_json("--host-root", host)
+    h = check(j, "hook")
+    ok(h["status"] == "fail" and "not an executable file" in h["message"]
+       and h["data"]["path"] == "/opt/rdma/rdma-cdi-hook",
+       "the spec's hook present but not executable: fail", show(h))
+    os.chmod(host + "/opt/rdma/rdma-cdi-hook", 0o755)
+    rc, j, err = doctor_json("--host-root", host)
+    h = check(j, "hook")
+    ok(h["status"] == "ok", "the spec's hook installed in the host root: ok", show(h))
 
     # One byte changed.
     path = host + "/etc/cdi/" + SPEC_FILE
