@@ -1399,7 +1399,8 @@ static int parse_doctor_options(struct doctor *d, int argc, char **argv)
 	};
 	int c;
 
-	optind = 1;
+	/* 0: GNU getopt starts over, whatever parsed argv before us. */
+	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		rlim_t v;

@@ -46,6 +46,8 @@ static void help(void)
 	       "RLIMIT_MEMLOCK of the container process (\"pid\") to the target. Limits are\n"
 	       "never lowered. Without CAP_SYS_RESOURCE the hard limit cannot be raised: the\n"
 	       "soft limit is then raised to the hard limit and a note is printed on stderr.\n"
+	       "Warnings and errors also go to syslog (facility daemon, ident rdma-cdi-hook):\n"
+	       "journalctl -t rdma-cdi-hook shows why a container's memlock stayed low.\n"
 	       "\n"
 	       "  --memlock=LIMIT  target limit (default: unlimited)\n"
 	       "  --strict         fail instead of stopping at the hard limit\n"
