@@ -54,6 +54,12 @@ struct doctor {
 	const char *kind;
 	size_t mr_size;
 	bool json;
+	/* Inside a container, looking at itself (no --host-root): device nodes of devices it
+	 * was not given are expected to be missing, the host's spec is not visible. */
+	bool host_root_given;
+	bool container;
+	const char *container_why;
+	size_t nodes_given;
 	cJSON *checks;
 	unsigned n[ST_SKIP + 1];
 	bool oom;
@@ -340,10 +346,16 @@ static void check_node(struct doctor *d, const struct disc_chardev *cd)
 	if (lstat(hpath, &st) < 0) {
 		int r = -errno;
 
-		add_check(d, id, ST_FAIL, data, r == -ENOENT ? mknod : "run as root", "%s: %s",
-			  path, strerror(-r));
+		if (r == -ENOENT && d->container && strcmp(cd->name, "rdma_cm") != 0)
+			add_check(d, id, ST_INFO, data, NULL, "%s: not given to this container",
+				  path);
+		else
+			add_check(d, id, ST_FAIL, data, r == -ENOENT ? mknod : "run as root",
+				  "%s: %s", path, strerror(-r));
 		return;
 	}
+	if (strcmp(cd->name, "rdma_cm") != 0)
+		d->nodes_given++;
 	if (!S_ISCHR(st.st_mode)) {
 		add_check(d, id, ST_FAIL, data, mknod, "%s is not a character device", path);
 		return;
@@ -373,11 +385,46 @@ static void check_node(struct doctor *d, const struct disc_chardev *cd)
 
 static void check_nodes(struct doctor *d, const struct disc_node *node)
 {
+	size_t usable = node ? disc_node_count_usable(node) : 0;
+	char fix[512];
+
 	for (size_t i = 0; node && i < node->n_devices; i++)
 		if (disc_device_usable(&node->devices[i]))
 			check_node(d, &node->devices[i].uverbs);
 	if (node && node->has_rdma_cm)
 		check_node(d, &node->rdma_cm);
+	if (!d->container || usable == 0)
+		return;
+	snprintf(fix, sizeof(fix),
+		 "ask for devices when starting the container: podman run --device %s=NAME (or "
+		 "%s=all); Kubernetes: the bridge's resource under resources.limits",
+		 d->kind, d->kind);
+	if (d->nodes_given == 0)
+		add_check(d, "container.devices", ST_FAIL, NULL, fix,
+			  "this container was given none of the node's %zu RDMA devices (no "
+			  "%s/infiniband/uverbs* node)",
+			  usable, d->dev_root);
+	else
+		add_check(d, "container.devices", ST_OK, NULL, NULL,
+			  "this container was given %zu of the node's %zu RDMA devices",
+			  d->nodes_given, usable);
+}
+
+/*
+ * podman and CRI-O write /run/.containerenv, Docker /.dockerenv; systemd-nspawn, podman
+ * and LXC set $container; every Kubernetes pod has $KUBERNETES_SERVICE_HOST.
+ */
+static const char *container_evidence(void)
+{
+	if (access("/run/.containerenv", F_OK) == 0)
+		return "/run/.containerenv exists";
+	if (access("/.dockerenv", F_OK) == 0)
+		return "/.dockerenv exists";
+	if (getenv("container"))
+		return "$container is set";
+	if (getenv("KUBERNETES_SERVICE_HOST"))
+		return "$KUBERNETES_SERVICE_HOST is set";
+	return NULL;
 }
 
 /* ---- this process: memlock, CAP_IPC_LOCK, verbs, rdma_cm, netns ---------------- */
@@ -1092,6 +1139,10 @@ static void check_spec_dirs(struct doctor *d)
 	else if (invalid)
 		add_check(d, "spec_dirs", ST_WARN, data, "fix or remove them (see rdma-cdi list)",
 			  "%zu invalid spec files: runtimes ignore them", invalid);
+	else if (!present && d->container)
+		add_check(d, "spec_dirs", ST_SKIP, data, NULL,
+			  "no CDI spec directory inside this container (the host's are checked "
+			  "with --host-root)");
 	else if (!present)
 		add_check(d, "spec_dirs", ST_WARN, data, "rdma-cdi generate",
 			  "no CDI spec directory (%s, %s) exists", SPEC_DEFAULT_DIR,
@@ -1264,7 +1315,12 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 		fix = strdup_printf("rdma-cdi generate --spec-dir %s%s%s", d->spec_dir,
 				    strcmp(d->kind, SPEC_DEFAULT_KIND) ? " --kind " : "",
 				    strcmp(d->kind, SPEC_DEFAULT_KIND) ? d->kind : "");
-		if (r == -ENODEV)
+		if (d->container)
+			add_check(d, "spec", ST_SKIP, data, NULL,
+				  "no spec for %s in %s inside this container (the host's is "
+				  "checked with --host-root)",
+				  d->kind, d->spec_dir);
+		else if (r == -ENODEV)
 			add_check(d, "spec", ST_SKIP, data, NULL,
 				  "no spec for %s in %s, and no usable device to write one for",
 				  d->kind, d->spec_dir);
@@ -1359,7 +1415,8 @@ static void doctor_help(FILE *f)
 		"`rdma-cdi generate` writes now. Ends with a verdict and a fix per failure.\n"
 		"\n"
 		"Options:\n"
-		"  --host-root DIR     read the host's /sys, /dev and /etc under DIR (default /)\n"
+		"  --host-root DIR     read the host's /sys, /dev and /etc under DIR (default /);\n"
+		"                      given, even as /, it also says this is not a container\n"
 		"  --sysfs-root DIR    sysfs on the host (default /sys)\n"
 		"  --dev-root DIR      device nodes on the host (default /dev)\n"
 		"  --spec-dir DIR      where the spec is (default " SPEC_DEFAULT_DIR ")\n"
@@ -1413,6 +1470,7 @@ static int parse_doctor_options(struct doctor *d, int argc, char **argv)
 			if (!abs_path_ok("--host-root", optarg))
 				return 2;
 			d->host_root = optarg;
+			d->host_root_given = true;
 			break;
 		case O_SYSFS:
 			if (!abs_path_ok("--sysfs-root", optarg))
@@ -1495,6 +1553,25 @@ int cmd_doctor(int argc, char **argv)
 	if (!d.checks)
 		return log_error_errno(-ENOMEM, "doctor"), 1;
 
+	/* An explicit --host-root, even "/", says: this is the host. */
+	d.container_why = !d.host_root_given ? container_evidence() : NULL;
+	d.container = d.container_why != NULL;
+	{
+		cJSON *data = cJSON_CreateObject();
+
+		cJSON_AddBoolToObject(data, "container", d.container);
+		if (d.container)
+			cJSON_AddStringToObject(data, "evidence", d.container_why);
+		else
+			cJSON_AddNullToObject(data, "evidence");
+		if (d.container)
+			add_check(&d, "context", ST_INFO, data, NULL,
+				  "inside a container (%s): checking what it was given",
+				  d.container_why);
+		else
+			add_check(&d, "context", ST_INFO, data, NULL, "checking the host at %s",
+				  root);
+	}
 	r = check_devices(&d, &node);
 	if (r >= 0) {
 		check_module(&d, "ib_uverbs", "class/infiniband_verbs", ST_FAIL);

@@ -265,6 +265,55 @@ def test_sysfs_root():
        "--sysfs-root that does not exist: fail naming it", show(c))
 
 
+def test_container():
+    """Inside a container (here: $container set, as podman and systemd-nspawn do), nodes
+    of devices it was not given are expected to be missing."""
+    host = make_host(omit=[f"uverbs{i}" for i in range(1, 10)])
+    env = dict(os.environ, container="podman")
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    args = ["--json", "--sysfs-root", host + "/sys", "--dev-root", host + "/dev",
+            "--spec-dir", host + "/etc/cdi"]
+    rc, out, err = doctor(*args, env=env)
+    j = json.loads(out)
+    c = check(j, "context")
+    files = [f for f in ("/run/.containerenv", "/.dockerenv") if os.path.exists(f)]
+    want = files[0] + " exists" if files else "$container is set"
+    ok(c["data"] == {"container": True, "evidence": want} and
+       "inside a container" in c["message"], "$container set: inside a container", show(c))
+    ok(check(j, "node.uverbs0")["status"] == "ok"
+       and check(j, "node.uverbs3")["status"] == "info"
+       and "not given to this container" in check(j, "node.uverbs3")["message"],
+       "the given node is checked, the others are 'not given', not failures",
+       show(check(j, "node.uverbs3")))
+    c = check(j, "container.devices")
+    ok(c["status"] == "ok" and "given 1 of the node's 10" in c["message"],
+       "container.devices: 1 of 10 given", show(c))
+    ok(check(j, "spec")["status"] == "skip" and check(j, "spec_dirs")["status"] == "skip",
+       "no spec inside the container: skipped, not failed",
+       show([check(j, "spec"), check(j, "spec_dirs")]))
+    os.unlink(host + "/dev/infiniband/uverbs0")
+    rc, out, err = doctor(*args, env=env)
+    c = check(json.loads(out), "container.devices")
+    ok(rc == 1 and c["status"] == "fail" and "given none of the node's 10" in c["message"]
+       and "--device rdma.example/hca=NAME" in c["fix"],
+       "a container given no RDMA device: fail, how to ask for one", show(c))
+    rc, out, err = doctor("--host-root", "/", *args, env=env)
+    j = json.loads(out)
+    ok(check(j, "context")["data"] == {"container": False, "evidence": None}
+       and check(j, "node.uverbs3")["status"] == "fail"
+       and check(j, "container.devices")["status"] == "absent",
+       "--host-root / given: the host, where the same missing nodes are failures",
+       show(check(j, "node.uverbs3")))
+    if files:
+        T.skip("no evidence: the host", "this test itself runs in a container (" +
+               ", ".join(files) + ")")
+    else:
+        env.pop("container")
+        rc, out, err = doctor(*args, env=env)
+        ok(check(json.loads(out), "context")["data"]["container"] is False,
+           "no evidence of a container: the host")
+
+
 def test_modules():
     host = make_host(modules=("ib_uverbs",))
     shutil.rmtree(host + "/sys/class/misc")
@@ -665,6 +714,7 @@ try:
     test_json_shape()
     test_devices_and_nodes()
     test_sysfs_root()
+    test_container()
     test_modules()
     test_memlock()
     test_containerd()
