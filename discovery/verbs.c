@@ -314,15 +314,21 @@ int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errle
 			snprintf(err, errlen, "NETLINK_RDMA send: %s", strerror(-r));
 		return r;
 	}
-	/* Only the kernel's answer counts (port id 0), not what another process sends us. */
-	do {
+	/* Only the kernel's answer counts (port id 0), not what another process sends us;
+	 * a bounded number of those, so a flood cannot keep us here. */
+	for (int tries = 0;; tries++) {
 		struct sockaddr_nl from = {};
 		socklen_t fromlen = sizeof(from);
 
 		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fromlen);
-		if (n >= 0 && from.nl_pid == 0)
+		if (n < 0 || from.nl_pid == 0)
 			break;
-	} while (n >= 0);
+		if (tries == 64) {
+			errno = EBADMSG;
+			n = -1;
+			break;
+		}
+	}
 	if (n < 0) {
 		r = -errno;
 		if (err && errlen)
