@@ -616,6 +616,8 @@ static int cmd_bridge(struct cli *cli)
 	return r < 0 ? EXIT_FAIL : 0;
 }
 
+int cmd_doctor(int argc, char **argv); /* cmd-doctor.c */
+
 int main(int argc, char **argv)
 {
 	struct cli cli = {};
@@ -637,6 +639,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "config") == 0)
 		return cmd_config(argc - 1, argv + 1);
+	if (strcmp(argv[1], "doctor") == 0)
+		return cmd_doctor(argc - 1, argv + 1);
 	if (parse_command(argv[1], &cli.cmd) < 0) {
 		log_error("unknown command '%s' (see rdma-cdi --help)", argv[1]);
 		return EXIT_USAGE;

@@ -177,3 +177,62 @@ const struct disc_device *disc_node_find(const struct disc_node *node, const cha
  * docs/discover-json.md). Returns NULL on OOM.
  */
 cJSON *disc_node_to_json(const struct disc_node *node);
+
+/* ---- verbs probe (discovery/verbs.c; the only part that links libibverbs and
+ * librdmacm, built as its own library: disc_verbs_dep) ------------------------------ */
+
+/* The steps disc_verbs_probe() runs for each device, in order. */
+enum disc_verbs_step {
+	DISC_VERBS_STEP_NONE, /* every step worked */
+	DISC_VERBS_STEP_OPEN, /* ibv_open_device */
+	DISC_VERBS_STEP_PD,   /* ibv_alloc_pd */
+	DISC_VERBS_STEP_MMAP, /* mmap of the memory region's buffer */
+	DISC_VERBS_STEP_REG_MR, /* ibv_reg_mr: pins the pages, RLIMIT_MEMLOCK applies */
+};
+
+struct disc_verbs_device {
+	char name[DISC_NAME_MAX];    /* as verbs names it; "?" when it gave none */
+	enum disc_verbs_step failed; /* the step that failed, DISC_VERBS_STEP_NONE */
+	int error;                   /* -errno of that step, 0 */
+};
+
+#define DISC_VERBS_MAX_DEVICES 1024
+
+struct disc_verbs_report {
+	size_t mr_size;
+	/* ibv_get_device_list(): 0, or -errno (-ENOSYS: the kernel has no uverbs). */
+	int list_error;
+	struct disc_verbs_device *devices;
+	size_t n_devices;
+	bool truncated; /* more than DISC_VERBS_MAX_DEVICES devices */
+	/* rdma_create_event_channel() (opens rdma_cm): 0, or -errno. */
+	int cm_error;
+};
+
+/*
+ * Lists the RDMA devices verbs sees in this process (its own /sys and /dev: not
+ * --sysfs-root), opens each, allocates a protection domain and registers an anonymous
+ * mapping of mr_size bytes (> 0) as a memory region, then undoes all of it; also opens
+ * and closes an rdma_cm event channel. Failures of those steps are results, recorded in
+ * the report, not errors: returns 0 with *ret set, -EINVAL, -ENOMEM. Does not log.
+ */
+int disc_verbs_probe(size_t mr_size, struct disc_verbs_report **ret);
+void disc_verbs_report_free(struct disc_verbs_report *report);
+/* "ibv_open_device", "ibv_alloc_pd", ...; "" for DISC_VERBS_STEP_NONE. */
+const char *disc_verbs_step_name(enum disc_verbs_step step);
+
+enum disc_netns_mode {
+	DISC_NETNS_UNKNOWN,
+	DISC_NETNS_SHARED,    /* every netns sees every RDMA device (the kernel default) */
+	DISC_NETNS_EXCLUSIVE, /* a device is visible only in the netns it was moved to */
+};
+
+/*
+ * The RDMA subsystem's network namespace mode, as `rdma system` shows it: asks the kernel
+ * over NETLINK_RDMA (RDMA_NLDEV_CMD_SYS_GET). On failure returns -errno with a one-line
+ * reason in err (-EPROTONOSUPPORT: the kernel has no RDMA netlink; -EBADMSG: an answer
+ * without the mode attribute). Does not log.
+ */
+int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errlen);
+/* "shared", "exclusive", "unknown". */
+const char *disc_netns_mode_name(enum disc_netns_mode mode);

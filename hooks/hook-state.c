@@ -74,6 +74,15 @@ static int parse_pid(const cJSON *item, pid_t *ret_pid, char *err, size_t err_si
 		return fail(-EBADMSG, err, err_size, "'pid' is not an integer (%g)", v);
 	if (v <= 0)
 		return fail(-EBADMSG, err, err_size, "'pid' must be positive, got %.0f", v);
+	/*
+	 * The hook runs in the runtime's pid namespace, where a container's process is never
+	 * pid 1: 1 is that namespace's init (systemd on a host), whose limits every later
+	 * process would inherit.
+	 */
+	if (v == 1)
+		return fail(-EBADMSG, err, err_size,
+			    "'pid' 1 is the init of the runtime's pid namespace, never a "
+			    "container's process: refusing to change its limits");
 	/* pid_t is 32 bits on Linux; the kernel caps pids at 2^22 anyway. */
 	if (v > (double)INT32_MAX)
 		return fail(-EBADMSG, err, err_size, "'pid' %.0f out of range", v);

@@ -26,7 +26,8 @@ struct hook_state {
 
 /*
  * Parses and validates the OCI state JSON (buf, len; buf need not be NUL-terminated).
- * Requires an object whose "pid" is an integer in 1..INT32_MAX given exactly once;
+ * Requires an object whose "pid" is an integer in 2..INT32_MAX given exactly once (pid 1
+ * is the init of the runtime's pid namespace, never a container's process);
  * "ociVersion", "id", "status" must be strings when present. Returns 0 and fills
  * *ret_state, or -EINVAL/-EBADMSG/-ENOMEM with a one-line reason in err (err_size > 0).
  */

@@ -12,6 +12,10 @@
  * 1 bad OCI state on stdin or the pid is not a live process; 2 bad command line;
  * 3 the kernel refused to set the limit, or --strict and the target was not reached.
  * A non-zero status makes the runtime abort container creation.
+ *
+ * Every warning and error goes to stderr and to syslog (LOG_DAEMON, ident rdma-cdi-hook):
+ * runtimes show a hook's stderr only when it fails, and a limit raised only part of the way
+ * is not a failure, so the journal is where an operator finds why memlock stayed low.
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,6 +25,8 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <syslog.h>
 
 #include "build-config.h"
 #include "common.h"
@@ -40,6 +46,8 @@ static void help(void)
 	       "RLIMIT_MEMLOCK of the container process (\"pid\") to the target. Limits are\n"
 	       "never lowered. Without CAP_SYS_RESOURCE the hard limit cannot be raised: the\n"
 	       "soft limit is then raised to the hard limit and a note is printed on stderr.\n"
+	       "Warnings and errors also go to syslog (facility daemon, ident rdma-cdi-hook):\n"
+	       "journalctl -t rdma-cdi-hook shows why a container's memlock stayed low.\n"
 	       "\n"
 	       "  --memlock=LIMIT  target limit (default: unlimited)\n"
 	       "  --strict         fail instead of stopping at the hard limit\n"
@@ -50,6 +58,35 @@ static void help(void)
 	       "2 bad command line, 3 the limit could not be set (or --strict and the\n"
 	       "target was not reached).\n");
 }
+
+#define SYSLOG_IDENT "rdma-cdi-hook"
+
+static void report(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
+static void report(enum log_level level, int error, const char *fmt, ...)
+{
+	char msg[1024];
+	size_t n;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_msg(level, error, "%s", msg);
+	if (level > LOG_LVL_WARNING)
+		return;
+	n = strlen(msg);
+	if (error)
+		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(error < 0 ? -error : error));
+	/* One event, one journal line, no terminal escapes, whatever the message quotes. */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	syslog(level == LOG_LVL_ERROR ? LOG_ERR : LOG_WARNING, "%s", msg);
+}
+
+#define hook_error(...) report(LOG_LVL_ERROR, 0, __VA_ARGS__)
+#define hook_error_errno(r, ...) report(LOG_LVL_ERROR, r, __VA_ARGS__)
+#define hook_warning(...) report(LOG_LVL_WARNING, 0, __VA_ARGS__)
 
 /*
  * pidfd_open() needs no permission over the target and tells a dead pid (ESRCH) apart
@@ -103,10 +140,10 @@ static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict
 
 	if (prlimit(st->pid, RLIMIT_MEMLOCK, NULL, &cur) < 0) {
 		if (errno == ESRCH) {
-			log_error("%s is not a live process", who);
+			hook_error("%s is not a live process", who);
 			return EXIT_STATE;
 		}
-		log_error_errno(-errno, "%s: cannot read RLIMIT_MEMLOCK", who);
+		hook_error_errno(-errno, "%s: cannot read RLIMIT_MEMLOCK", who);
 		return EXIT_LIMIT;
 	}
 	hook_format_limit(cur.rlim_cur, s, sizeof(s));
@@ -121,38 +158,38 @@ static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict
 		return 0;
 	}
 	if (errno == ESRCH) {
-		log_error("%s is not a live process", who);
+		hook_error("%s is not a live process", who);
 		return EXIT_STATE;
 	}
 	/* EPERM without a hard-limit raise means we may not touch the process at all. */
 	if (errno != EPERM || want.rlim_max <= cur.rlim_max) {
-		log_error_errno(-errno, "%s: cannot raise RLIMIT_MEMLOCK to %s", who, t);
+		hook_error_errno(-errno, "%s: cannot raise RLIMIT_MEMLOCK to %s", who, t);
 		return EXIT_LIMIT;
 	}
 	if (strict) {
-		log_error("%s: cannot raise RLIMIT_MEMLOCK to %s: hard limit is %s and raising it "
-			  "needs CAP_SYS_RESOURCE (--strict)",
-			  who, t, h);
+		hook_error("%s: cannot raise RLIMIT_MEMLOCK to %s: hard limit is %s and raising it "
+			   "needs CAP_SYS_RESOURCE (--strict)",
+			   who, t, h);
 		return EXIT_LIMIT;
 	}
 
 	if (hook_memlock_plan(&cur, target, true, &want) == HOOK_PLAN_KEEP) {
-		log_warning("%s: RLIMIT_MEMLOCK stays at %s (the hard limit); %s needs "
-			    "CAP_SYS_RESOURCE",
-			    who, s, t);
+		hook_warning("%s: RLIMIT_MEMLOCK stays at %s (the hard limit); %s needs "
+			     "CAP_SYS_RESOURCE",
+			     who, s, t);
 		return 0;
 	}
 	if (prlimit(st->pid, RLIMIT_MEMLOCK, &want, NULL) < 0) {
 		if (errno == ESRCH) {
-			log_error("%s is not a live process", who);
+			hook_error("%s is not a live process", who);
 			return EXIT_STATE;
 		}
-		log_error_errno(-errno, "%s: cannot raise RLIMIT_MEMLOCK to %s", who, h);
+		hook_error_errno(-errno, "%s: cannot raise RLIMIT_MEMLOCK to %s", who, h);
 		return EXIT_LIMIT;
 	}
-	log_warning("%s: RLIMIT_MEMLOCK raised from %s to %s (the hard limit); %s needs "
-		    "CAP_SYS_RESOURCE",
-		    who, s, h, t);
+	hook_warning("%s: RLIMIT_MEMLOCK raised from %s to %s (the hard limit); %s needs "
+		     "CAP_SYS_RESOURCE",
+		     who, s, h, t);
 	return 0;
 }
 
@@ -174,6 +211,9 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_set_ident("rdma-cdi-hook");
+	/* No LOG_CONS: a hook must never write to the console; without a syslog daemon the
+	 * message is only on stderr. */
+	openlog(SYSLOG_IDENT, LOG_PID, LOG_DAEMON);
 	/* getopt's own messages would be a second line; we print one ourselves. */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
@@ -181,9 +221,9 @@ int main(int argc, char **argv)
 		case 'm':
 			r = hook_parse_memlock(optarg, &target);
 			if (r < 0) {
-				log_error("--memlock: invalid value '%s' (expected unlimited or "
-					  "BYTES[K|M|G])",
-					  optarg);
+				hook_error("--memlock: invalid value '%s' (expected unlimited or "
+					   "BYTES[K|M|G])",
+					   optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -197,39 +237,39 @@ int main(int argc, char **argv)
 			printf("rdma-cdi-hook %s\n", RDMA_CDI_VERSION);
 			return 0;
 		default:
-			log_error("unknown or incomplete option '%s' (see --help)",
-				  argv[optind - 1] ? argv[optind - 1] : "?");
+			hook_error("unknown or incomplete option '%s' (see --help)",
+				   argv[optind - 1] ? argv[optind - 1] : "?");
 			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
-		log_error("unexpected argument '%s' (the OCI state is read from stdin)",
-			  argv[optind]);
+		hook_error("unexpected argument '%s' (the OCI state is read from stdin)",
+			   argv[optind]);
 		return EXIT_USAGE;
 	}
 
 	r = read_full_fd(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
 	if (r == -EFBIG) {
-		log_error("stdin: larger than %d bytes, not an OCI state", HOOK_STATE_MAX);
+		hook_error("stdin: larger than %d bytes, not an OCI state", HOOK_STATE_MAX);
 		return EXIT_STATE;
 	}
 	if (r < 0) {
-		log_error_errno(r, "stdin: cannot read the OCI state");
+		hook_error_errno(r, "stdin: cannot read the OCI state");
 		return EXIT_STATE;
 	}
 	r = hook_parse_state(buf, len, &st, err, sizeof(err));
 	if (r < 0) {
-		log_error("stdin: %s", err);
+		hook_error("stdin: %s", err);
 		return EXIT_STATE;
 	}
 
 	r = pid_check_alive(st.pid);
 	if (r == -ESRCH) {
-		log_error("pid %d is not a live process", (int)st.pid);
+		hook_error("pid %d is not a live process", (int)st.pid);
 		return EXIT_STATE;
 	}
 	if (r < 0) {
-		log_error_errno(r, "pid %d is not a usable process", (int)st.pid);
+		hook_error_errno(r, "pid %d is not a usable process", (int)st.pid);
 		return EXIT_STATE;
 	}
 

@@ -51,7 +51,7 @@ static void test_state(void)
 
 	state_good(runc, 4242, "abc");
 	state_good(crun, 77, "9f3c1d2e4b5a69788796a5b4c3d2e1f09f3c1d2e4b5a69788796a5b4c3d2e1f0");
-	state_good("{\"pid\":1}", 1, "");
+	state_good("{\"pid\":2}", 2, "");
 	state_good("  {\"pid\":2147483647}\n\n", INT32_MAX, "");
 	state_good("{\"pid\":12.0}", 12, "");
 	/* A hostile id only decorates messages: it is dropped, not a reason to fail. */
@@ -71,6 +71,9 @@ static void test_state(void)
 	state_bad("{\"PID\":5}", 9, "'pid' missing");
 	state_bad("{\"pid\":0}", 9, "must be positive");
 	state_bad("{\"pid\":-5}", 10, "must be positive, got -5");
+	/* The runtime's pid namespace init is never a container process (issue 8). */
+	state_bad("{\"pid\":1}", 9, "'pid' 1 is the init of the runtime's pid namespace");
+	state_bad("{\"pid\":1.0}", 11, "'pid' 1 is the init");
 	state_bad("{\"pid\":1.5}", 11, "not an integer (1.5)");
 	state_bad("{\"pid\":\"12\"}", 12, "'pid' is not a number");
 	state_bad("{\"pid\":null}", 12, "'pid' is not a number");

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Process-level tests of rdma-cdi-hook: real child processes, real prlimit(2).
+"""Process-level tests of rdma-cdi-hook: real child processes, real prlimit(2), and the
+syslog messages the hook sends to a /dev/log we listen on in a private mount namespace.
 
 Usage: test-hook-process.py PATH-TO-rdma-cdi-hook     (TAP on stdout)
 
@@ -12,9 +13,12 @@ and, when this process does hold CAP_SYS_RESOURCE, the hook is run with it remov
 import json
 import os
 import resource
+import re
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -74,6 +78,51 @@ def run_hook(args, stdin, prefix=None):
         stdin = stdin.encode()
     r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=30)
     return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+# syslog(3) priority: facility LOG_DAEMON (3) * 8 + severity.
+DAEMON_ERR = 3 * 8 + 3
+DAEMON_WARNING = 3 * 8 + 4
+SYSLOG_RE = re.compile(r"^<(\d+)>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d rdma-cdi-hook\[(\d+)\]: (.*)$",
+                       re.S)
+
+
+def run_hook_syslog(args, stdin, prefix=None):
+    """Runs the hook in a private mount namespace whose /dev is a directory holding only a
+    datagram socket "log" that this process reads: what syslog(3) sends lands here and never
+    in the host's journal. Returns rc, stderr and the list of (priority, pid, text)."""
+    d = tempfile.mkdtemp(prefix="rdma-cdi-hook-syslog-")
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "log")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        sock.bind(path)
+        os.chmod(path, 0o666)
+        cmd = ["unshare", "-m", "--propagation", "private", "--", "sh", "-c",
+               'mount --bind "$0" /dev && exec "$@"', d] + (prefix or NOCAP) + [HOOK] + args
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
+        r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=30)
+        msgs = []
+        sock.setblocking(False)
+        while True:
+            try:
+                data = sock.recv(65536)
+            except BlockingIOError:
+                break
+            m = SYSLOG_RE.match(data.decode(errors="replace"))
+            msgs.append((int(m.group(1)), int(m.group(2)), m.group(3)) if m else
+                        (None, None, data))
+        return r.returncode, r.stderr.decode(errors="replace"), msgs
+    finally:
+        sock.close()
+        shutil.rmtree(d)
+
+
+def same_as_stderr(msgs, err, prio):
+    """One syslog message of priority prio whose text is the stderr line's."""
+    line = err.rstrip("\n").split(": ", 2)[-1] if err else None
+    return len(msgs) == 1 and msgs[0][0] == prio and msgs[0][2] == line
 
 
 def one_line(err, *needles):
@@ -219,6 +268,8 @@ try:
         ('{"id":"abc"}', "stdin: 'pid' missing"),
         ('{"pid":0}', "must be positive"),
         ('{"pid":-5}', "must be positive, got -5"),
+        # Issue 8: pid 1 of the runtime's namespace is never a container process.
+        ('{"pid":1}', "'pid' 1 is the init of the runtime's pid namespace"),
         ('{"pid":1.5}', "'pid' is not an integer"),
         ('{"pid":"12"}', "'pid' is not a number"),
         ('{"pid":1099511627776}', "'pid' 1099511627776 out of range"),
@@ -256,6 +307,64 @@ try:
             f"rc={rc} limits={lim} stderr={err!r}")
     else:
         skip("another user's process: exit 3", "needs root and setpriv")
+
+    # 12. pid 1 through the real binary: refused, and the init's limits untouched.
+    before = proc_limits(1)
+    rc, out, err = run_hook([f"--memlock={LOW}"], state(1))
+    tap(rc == 1 and one_line(err, "'pid' 1 is the init", "refusing") and proc_limits(1) == before,
+        "pid 1: exit 1, one line, the init's limits untouched", f"rc={rc} stderr={err!r}")
+
+    # 13. syslog: every warning and error also reaches the journal, as LOG_DAEMON with the
+    # ident rdma-cdi-hook, the same text as on stderr; success stays silent.
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        skip("syslog messages", "needs root and unshare for a private /dev/log")
+    else:
+        p = spawn(LOW, CEIL)
+        rc, err, msgs = run_hook_syslog([], state(p.pid))
+        tap(rc == 0 and proc_limits(p.pid) == (CEIL, CEIL)
+            and one_line(err, "raised from", "(the hard limit)")
+            and same_as_stderr(msgs, err, DAEMON_WARNING)
+            and "container 4b2f8a1c9d0e" in msgs[0][2],
+            "memlock raised only to the hard limit: daemon.warning in syslog, as on stderr",
+            f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        p = spawn(CEIL, CEIL)
+        rc, err, msgs = run_hook_syslog([], state(p.pid))
+        tap(rc == 0 and same_as_stderr(msgs, err, DAEMON_WARNING)
+            and "stays at" in msgs[0][2],
+            "memlock stuck at the hard limit: daemon.warning in syslog",
+            f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        p = spawn(LOW, CEIL)
+        rc, err, msgs = run_hook_syslog(["--strict"], state(p.pid))
+        tap(rc == 3 and same_as_stderr(msgs, err, DAEMON_ERR) and "--strict" in msgs[0][2],
+            "--strict failure: daemon.err in syslog", f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        p = subprocess.Popen(["true"])
+        p.wait()
+        rc, err, msgs = run_hook_syslog([], state(p.pid))
+        tap(rc == 1 and same_as_stderr(msgs, err, DAEMON_ERR)
+            and f"pid {p.pid} is not a live process" in msgs[0][2],
+            "dead pid: daemon.err in syslog", f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        rc, err, msgs = run_hook_syslog([], state(1))
+        tap(rc == 1 and same_as_stderr(msgs, err, DAEMON_ERR) and "'pid' 1" in msgs[0][2],
+            "pid 1 refused: daemon.err in syslog", f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        rc, err, msgs = run_hook_syslog([], '{"id":"x\\u001b[31m\\nforged","pid":"7"}')
+        tap(rc == 1 and same_as_stderr(msgs, err, DAEMON_ERR),
+            "bad OCI state: daemon.err in syslog", f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        rc, err, msgs = run_hook_syslog(["--memlock=x\x1b[2J\nforged"], "{}")
+        tap(rc == 2 and len(msgs) == 1 and msgs[0][0] == DAEMON_ERR
+            and "\x1b" not in msgs[0][2] and "\n" not in msgs[0][2] and "forged" in msgs[0][2],
+            "bad --memlock with escapes: one daemon.err line, control characters blanked",
+            f"rc={rc} stderr={err!r} syslog={msgs!r}")
+
+        p = spawn(LOW, CEIL)
+        rc, err, msgs = run_hook_syslog([f"--memlock={BELOW}"], state(p.pid))
+        tap(rc == 0 and err == "" and msgs == [] and proc_limits(p.pid) == (BELOW, CEIL),
+            "target reached: nothing in syslog", f"rc={rc} stderr={err!r} syslog={msgs!r}")
 
     # 11. With CAP_SYS_RESOURCE the hook reaches the real target.
     if have_cap:

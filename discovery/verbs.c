@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the RDMA stack of the running kernel answers: the devices verbs can open and use,
+ * rdma_cm, and the RDMA netns mode. Unlike the rest of discovery this does not read a
+ * sysfs tree we are given: it asks libibverbs, librdmacm and the kernel, in this process's
+ * namespaces, which is the point of `rdma-cdi doctor` inside a container.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+#include <linux/netlink.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_netlink.h>
+
+#include "common.h"
+#include "verbs-internal.h"
+
+/* ibv_reg_mr is a macro in current rdma-core: these give the table real functions. */
+static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len)
+{
+	return ibv_reg_mr(pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+}
+
+static const char *get_device_name(struct ibv_device *dev)
+{
+	return ibv_get_device_name(dev);
+}
+
+static const struct disc_verbs_ops real_ops = {
+    .get_device_list = ibv_get_device_list,
+    .free_device_list = ibv_free_device_list,
+    .get_device_name = get_device_name,
+    .open_device = ibv_open_device,
+    .close_device = ibv_close_device,
+    .alloc_pd = ibv_alloc_pd,
+    .dealloc_pd = ibv_dealloc_pd,
+    .reg_mr = reg_mr,
+    .dereg_mr = ibv_dereg_mr,
+    .create_event_channel = rdma_create_event_channel,
+    .destroy_event_channel = rdma_destroy_event_channel,
+};
+
+const char *disc_verbs_step_name(enum disc_verbs_step step)
+{
+	switch (step) {
+	case DISC_VERBS_STEP_OPEN:
+		return "ibv_open_device";
+	case DISC_VERBS_STEP_PD:
+		return "ibv_alloc_pd";
+	case DISC_VERBS_STEP_MMAP:
+		return "mmap";
+	case DISC_VERBS_STEP_REG_MR:
+		return "ibv_reg_mr";
+	case DISC_VERBS_STEP_NONE:
+		break;
+	}
+	return "";
+}
+
+/* errno after a failed library call; a library that forgot to set it still fails. */
+static int last_error(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+static void probe_device(const struct disc_verbs_ops *ops, struct ibv_device *dev, size_t mr_size,
+			 struct disc_verbs_device *out)
+{
+	const char *name = ops->get_device_name(dev);
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	void *buf;
+
+	/* The name comes from the kernel via sysfs: print only what is safe. */
+	snprintf(out->name, sizeof(out->name), "%s",
+		 name && name_is_safe(name, DISC_NAME_MAX - 1) ? name : "?");
+	errno = 0;
+	ctx = ops->open_device(dev);
+	if (!ctx) {
+		out->failed = DISC_VERBS_STEP_OPEN;
+		out->error = last_error();
+		return;
+	}
+	errno = 0;
+	pd = ops->alloc_pd(ctx);
+	if (!pd) {
+		out->failed = DISC_VERBS_STEP_PD;
+		out->error = last_error();
+		goto close_device;
+	}
+	buf = mmap(NULL, mr_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED) {
+		out->failed = DISC_VERBS_STEP_MMAP;
+		out->error = last_error();
+		goto dealloc_pd;
+	}
+	errno = 0;
+	mr = ops->reg_mr(pd, buf, mr_size);
+	if (!mr) {
+		out->failed = DISC_VERBS_STEP_REG_MR;
+		out->error = last_error();
+	} else {
+		ops->dereg_mr(mr);
+	}
+	munmap(buf, mr_size);
+dealloc_pd:
+	ops->dealloc_pd(pd);
+close_device:
+	ops->close_device(ctx);
+}
+
+int disc_verbs_probe_ops(const struct disc_verbs_ops *ops, size_t mr_size,
+			 struct disc_verbs_report **ret)
+{
+	struct disc_verbs_report *rep;
+	struct ibv_device **list;
+	struct rdma_event_channel *ch;
+	int n = 0;
+
+	if (!ops || mr_size == 0 || !ret)
+		return -EINVAL;
+	rep = calloc(1, sizeof(*rep));
+	if (!rep)
+		return -ENOMEM;
+	rep->mr_size = mr_size;
+
+	errno = 0;
+	list = ops->get_device_list(&n);
+	if (!list) {
+		rep->list_error = last_error();
+	} else {
+		size_t count = n > 0 ? (size_t)n : 0;
+
+		if (count > DISC_VERBS_MAX_DEVICES) {
+			count = DISC_VERBS_MAX_DEVICES;
+			rep->truncated = true;
+		}
+		rep->devices = count ? calloc(count, sizeof(*rep->devices)) : NULL;
+		if (count && !rep->devices) {
+			ops->free_device_list(list);
+			free(rep);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < count && list[i]; i++) {
+			probe_device(ops, list[i], mr_size, &rep->devices[i]);
+			rep->n_devices++;
+		}
+		ops->free_device_list(list);
+	}
+
+	errno = 0;
+	ch = ops->create_event_channel();
+	if (ch)
+		ops->destroy_event_channel(ch);
+	else
+		rep->cm_error = last_error();
+
+	*ret = rep;
+	return 0;
+}
+
+int disc_verbs_probe(size_t mr_size, struct disc_verbs_report **ret)
+{
+	return disc_verbs_probe_ops(&real_ops, mr_size, ret);
+}
+
+void disc_verbs_report_free(struct disc_verbs_report *report)
+{
+	if (!report)
+		return;
+	free(report->devices);
+	free(report);
+}
+
+const char *disc_netns_mode_name(enum disc_netns_mode mode)
+{
+	switch (mode) {
+	case DISC_NETNS_SHARED:
+		return "shared";
+	case DISC_NETNS_EXCLUSIVE:
+		return "exclusive";
+	case DISC_NETNS_UNKNOWN:
+		break;
+	}
+	return "unknown";
+}
+
+static int fail(int r, char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+	return r;
+}
+
+/* Finds the mode attribute among the attributes of one message; -ENOENT when absent. */
+static int find_mode(const unsigned char *p, size_t len, enum disc_netns_mode *ret_mode)
+{
+	while (len >= NLA_HDRLEN) {
+		const struct nlattr *a = (const struct nlattr *)(const void *)p;
+		size_t alen = a->nla_len, step = NLA_ALIGN(alen);
+
+		if (alen < NLA_HDRLEN || alen > len)
+			return -EBADMSG;
+		if ((a->nla_type & NLA_TYPE_MASK) == RDMA_NLDEV_SYS_ATTR_NETNS_MODE) {
+			if (alen < NLA_HDRLEN + 1)
+				return -EBADMSG;
+			*ret_mode = p[NLA_HDRLEN] ? DISC_NETNS_SHARED : DISC_NETNS_EXCLUSIVE;
+			return 0;
+		}
+		if (step >= len)
+			break;
+		p += step;
+		len -= step;
+	}
+	return -ENOENT;
+}
+
+int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_netns_mode *ret_mode,
+			  char *err, size_t errlen)
+{
+	const unsigned char *p = buf;
+	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
+	bool found = false;
+
+	while (len > 0) {
+		struct nlmsghdr h;
+		size_t mlen;
+
+		if (len < NLMSG_HDRLEN)
+			return fail(-EBADMSG, err, errlen, "truncated netlink message header");
+		memcpy(&h, p, sizeof(h));
+		mlen = h.nlmsg_len;
+		if (mlen < NLMSG_HDRLEN || mlen > len)
+			return fail(-EBADMSG, err, errlen, "netlink message length out of bounds");
+		if (h.nlmsg_seq == seq) {
+			if (h.nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr e;
+
+				if (mlen < NLMSG_HDRLEN + sizeof(e))
+					return fail(-EBADMSG, err, errlen,
+						    "truncated netlink error message");
+				memcpy(&e, p + NLMSG_HDRLEN, sizeof(e));
+				if (e.error < 0) {
+					if (err && errlen)
+						snprintf(
+						    err, errlen,
+						    "the kernel refused RDMA_NLDEV_CMD_SYS_GET: %s",
+						    strerror(-e.error));
+					return e.error;
+				}
+				/* error 0 is the ACK that ends the exchange. */
+			} else if (h.nlmsg_type ==
+				   RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET)) {
+				int r = find_mode(p + NLMSG_HDRLEN, mlen - NLMSG_HDRLEN, &mode);
+
+				if (r == -EBADMSG)
+					return fail(r, err, errlen, "malformed netlink attribute");
+				found = found || r == 0;
+			}
+		}
+		mlen = NLMSG_ALIGN(mlen);
+		if (mlen >= len)
+			break;
+		p += mlen;
+		len -= mlen;
+	}
+	if (!found)
+		return fail(-EBADMSG, err, errlen,
+			    "the kernel's answer has no RDMA_NLDEV_SYS_ATTR_NETNS_MODE (kernel "
+			    "older than 5.2?)");
+	*ret_mode = mode;
+	return 0;
+}
+
+int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	struct {
+		struct nlmsghdr h;
+	} req = {};
+	uint32_t seq = (uint32_t)time(NULL);
+	unsigned char buf[8192];
+	struct timeval tv = {.tv_sec = 2};
+	ssize_t n;
+	int r;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+	if (fd < 0) {
+		r = -errno;
+		if (err && errlen)
+			snprintf(err, errlen,
+				 r == -EPROTONOSUPPORT
+				     ? "the kernel has no RDMA netlink (NETLINK_RDMA: %s): no RDMA "
+				       "core (ib_core) in this kernel"
+				     : "NETLINK_RDMA socket: %s",
+				 strerror(-r));
+		return r;
+	}
+	/* The kernel always answers; the timeout only guards against a broken one. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET);
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	req.h.nlmsg_seq = seq;
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+		r = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "NETLINK_RDMA send: %s", strerror(-r));
+		return r;
+	}
+	/* Only the kernel's answer counts (port id 0), not what another process sends us;
+	 * a bounded number of those, so a flood cannot keep us here. */
+	for (int tries = 0;; tries++) {
+		struct sockaddr_nl from = {};
+		socklen_t fromlen = sizeof(from);
+
+		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fromlen);
+		if (n < 0 || from.nl_pid == 0)
+			break;
+		if (tries == 64) {
+			errno = EBADMSG;
+			n = -1;
+			break;
+		}
+	}
+	if (n < 0) {
+		r = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "NETLINK_RDMA receive: %s", strerror(-r));
+		return r;
+	}
+	return disc_rdma_netns_parse(buf, (size_t)n, seq, ret_mode, err, errlen);
+}

@@ -1,0 +1,729 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""`rdma-cdi doctor` as an operator runs it: on this machine (no RDMA in the kernel) and
+against fake host roots (--host-root) built from the fixture sysfs trees, with device
+nodes made by mknod, fake containerd/CRI-O configs, containerd units and spec dirs.
+
+Environment (set by meson): RDMA_CDI (the binary), MKSYSFS (fixture builder), DATA_DIR
+(tests/data). Needs root (mknod, setpriv). TAP on stdout.
+
+Oracles are independent of the code under test: the fixture's own sysfs dev files, Python's
+tomllib for what is valid TOML, /proc/self/status for capabilities, Python's socket() for
+NETLINK_RDMA, and the bytes `rdma-cdi generate` writes.
+"""
+import errno
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from tap import Tap  # noqa: E402
+
+RDMA_CDI = os.environ["RDMA_CDI"]
+MKSYSFS = os.environ["MKSYSFS"]
+DATA = os.environ["DATA_DIR"]
+KIND = "rdma.example/hca"
+SPEC_FILE = "rdma.example-hca.json"
+NO_DEVICES = ("the kernel has no RDMA devices: load ib_uverbs and your HCA's driver "
+              "(mlx5_ib ...)")
+CAP_IPC_LOCK = 14
+CHECK_KEYS = {"id", "status", "message", "fix", "data"}
+TOP_KEYS = {"doctor_version", "rdma_cdi_version", "host_root", "mr_size", "verdict",
+            "failed", "warnings", "checks"}
+STATUSES = {"ok", "info", "warn", "fail", "skip"}
+
+T = Tap()
+ok = T.ok
+tmpdirs = []
+fixless = []  # failures without a fix, over every run
+
+
+def doctor(*args, prefix=(), env=None):
+    p = subprocess.run([*prefix, RDMA_CDI, "doctor", *args], capture_output=True, text=True,
+                       timeout=120, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def doctor_json(*args, prefix=()):
+    rc, out, err = doctor("--json", *args, prefix=prefix)
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = None
+    for c in (j or {}).get("checks", []):
+        if c["status"] == "fail" and not c["fix"]:
+            fixless.append((args, c["id"], c["message"]))
+    return rc, j, err
+
+
+def check(j, cid):
+    for c in (j or {}).get("checks", []):
+        if c["id"] == cid:
+            return c
+    return {"id": cid, "status": "absent", "message": "", "fix": None, "data": {}}
+
+
+def show(c):
+    return json.dumps(c)[:1500]
+
+
+def cap_eff(status_text):
+    for line in status_text.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def make_host(profile="dgx", modules=("ib_uverbs", "rdma_ucm"), omit=()):
+    """A host root: sys (a copy of the fixture, plus /sys/module entries), dev (mknod)."""
+    host = tempfile.mkdtemp(prefix="rdma-cdi-doctor-")
+    tmpdirs.append(host)
+    os.chmod(host, 0o755)
+    shutil.copytree(os.path.join(DATA, profile, "sys"), os.path.join(host, "sys"),
+                    symlinks=True)
+    for m in modules:
+        os.makedirs(os.path.join(host, "sys", "module", m))
+    args = ["/usr/bin/python3", MKSYSFS, "mkdev", os.path.join(host, "sys"),
+            os.path.join(host, "dev")]
+    for o in omit:
+        args += ["--omit", o]
+    subprocess.run(args, check=True, capture_output=True)
+    return host
+
+
+def write(host, path, text, mode=0o644):
+    full = host + path
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w") as f:
+        f.write(text)
+    os.chmod(full, mode)
+    return full
+
+
+def generate(host, *extra):
+    p = subprocess.run([RDMA_CDI, "generate", "--sysfs-root", host + "/sys", "--spec-dir",
+                        host + "/etc/cdi", *extra], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise RuntimeError(f"generate failed: {p.stderr}")
+
+
+def uverbs_of(host):
+    """uverbsN -> (major, minor) from the fixture's sysfs dev files."""
+    d = os.path.join(host, "sys", "class", "infiniband_verbs")
+    out = {}
+    for name in os.listdir(d):
+        if name.startswith("uverbs"):
+            with open(os.path.join(d, name, "dev")) as f:
+                ma, mi = f.read().strip().split(":")
+            out[name] = (int(ma), int(mi))
+    return out
+
+
+# Root holds CAP_IPC_LOCK here; the memlock failure needs it dropped.
+NOCAP = ["setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock", "--"]
+
+
+def test_this_machine():
+    """No --host-root: what this machine really has."""
+    rc, out, err = doctor()
+    if os.path.exists("/sys/class/infiniband"):
+        T.skip("this machine: no RDMA devices", "this machine has RDMA devices")
+        return
+    ok(rc == 1 and NO_DEVICES in out and "verdict: FAIL" in out,
+       "no RDMA in the kernel: says so plainly, verdict FAIL, exit 1",
+       f"rc={rc}\n{out}\n{err}")
+    ok("modprobe ib_uverbs" in out.split("to fix:")[-1],
+       "the fix list names the module to load", out)
+    rc, j, err = doctor_json()
+    v = check(j, "verbs")
+    ok(rc == 1 and v["status"] == "fail" and NO_DEVICES in v["message"]
+       and v["data"]["devices"] == [] and v["data"]["list_error"],
+       "verbs: ibv_get_device_list sees no device, with the library's reason", show(v))
+    d = check(j, "devices")
+    ok(d["status"] == "fail" and NO_DEVICES in d["message"] and d["data"]["devices"] == [],
+       "devices: the sysfs view agrees", show(d))
+
+    # NETLINK_RDMA, asked independently.
+    try:
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20).close()
+        have_nl = True
+    except OSError as e:
+        have_nl = e.errno != errno.EPROTONOSUPPORT
+    n = check(j, "netns")
+    if have_nl:
+        ok(n["data"]["mode"] in ("shared", "exclusive", "unknown"), "netns: a mode", show(n))
+    else:
+        ok(n["status"] == "warn" and n["data"]["mode"] == "unknown"
+           and "the kernel has no RDMA netlink" in n["data"]["reason"],
+           "netns: unknown, because the kernel has no RDMA netlink", show(n))
+    c = check(j, "rdma_cm")
+    ok(c["status"] == "warn" and c["data"]["error"], "rdma_cm: the event channel fails, a "
+       "warning with the reason", show(c))
+
+
+def test_json_shape():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host)
+    ok(j is not None and set(j) == TOP_KEYS, "JSON: exactly the documented top-level keys",
+       f"{sorted(j or {})} {err}")
+    if not j:
+        return
+    ok(j["doctor_version"] == 1 and j["host_root"] == host and j["mr_size"] == 64 << 20,
+       "JSON: doctor_version 1, host_root echoed, default MR 64 MiB", json.dumps(
+           {k: j[k] for k in ("doctor_version", "host_root", "mr_size")}))
+    bad = [c for c in j["checks"] if set(c) != CHECK_KEYS or c["status"] not in STATUSES
+           or not isinstance(c["data"], dict) or not c["message"]
+           or not (c["fix"] is None or isinstance(c["fix"], str))]
+    ok(not bad, "JSON: every check has id, status, message, fix, data", show(bad[:3]))
+    fails = [c for c in j["checks"] if c["status"] == "fail"]
+    warns = [c for c in j["checks"] if c["status"] == "warn"]
+    ok(j["failed"] == len(fails) and j["warnings"] == len(warns)
+       and j["verdict"] == ("fail" if fails else "ok") and rc == (1 if fails else 0),
+       "JSON: verdict, counts and exit status agree", f"rc={rc} {j['failed']} {j['verdict']}")
+    ok(all(c["fix"] for c in fails),
+       "every failure carries a fix", show([c for c in fails if not c["fix"]]))
+    v = check(j, "verbs")
+    if not os.path.exists("/sys/class/infiniband"):
+        ok(v["status"] == "fail" and "this process cannot reach them" in v["message"]
+           and "/sys/class/infiniband_verbs has 10" in v["message"] and "CDI" in v["fix"],
+           "verbs sees nothing while the host's sysfs has 10 devices: cannot reach them",
+           show(v))
+    ids = [c["id"] for c in j["checks"]]
+    ok(len(ids) == len(set(ids)), "check ids are unique", ids)
+    rc2, out, _ = doctor("--host-root", host)
+    n_lines = [l for l in out.splitlines() if l.startswith("[")]
+    ok(len(n_lines) == len(j["checks"]) and rc2 == rc,
+       "the text output has one line per check and the same exit status", out)
+
+
+def test_devices_and_nodes():
+    host = make_host(omit=("uverbs5",))
+    want = uverbs_of(host)
+    # uverbs2 with the wrong numbers, uverbs4 a plain file, uverbs5 missing.
+    os.unlink(host + "/dev/infiniband/uverbs2")
+    os.mknod(host + "/dev/infiniband/uverbs2", 0o20666, os.makedev(231, 250))
+    os.unlink(host + "/dev/infiniband/uverbs4")
+    write(host, "/dev/infiniband/uverbs4", "")
+    rc, j, err = doctor_json("--host-root", host)
+    d = check(j, "devices")
+    usable = [x["uverbs"] for x in d["data"].get("devices", []) if x["usable"]]
+    ok(d["status"] == "ok" and sorted(usable) == sorted(want),
+       "devices: every RDMA device of the fixture, usable ones with their uverbs",
+       show(d))
+    c = check(j, "node.uverbs0")
+    ok(c["status"] == "ok" and (c["data"]["major"], c["data"]["minor"]) == want["uverbs0"]
+       and c["data"]["path"] == "/dev/infiniband/uverbs0",
+       "node.uverbs0: char device with the sysfs numbers, accessible, path as on the host",
+       show(c))
+    c = check(j, "node.uverbs2")
+    ok(c["status"] == "fail" and "is 231:250 but the kernel says %d:%d" % want["uverbs2"]
+       in c["message"] and "mknod" in c["fix"],
+       "node.uverbs2 with other numbers: fail naming both, mknod fix", show(c))
+    c = check(j, "node.uverbs4")
+    ok(c["status"] == "fail" and "not a character device" in c["message"],
+       "node.uverbs4 a regular file: fail", show(c))
+    c = check(j, "node.uverbs5")
+    ok(c["status"] == "fail" and "No such file" in c["message"]
+       and "mknod -m 0666 /dev/infiniband/uverbs5 c %d %d" % want["uverbs5"] in c["fix"],
+       "node.uverbs5 missing: fail, the exact mknod command as fix", show(c))
+    c = check(j, "node.rdma_cm")
+    ok(c["status"] == "ok", "node.rdma_cm: ok", show(c))
+
+    # Access: a node only root may open, doctor run as nobody.
+    os.chmod(host + "/dev/infiniband/uverbs0", 0o600)
+    rc, j, err = doctor_json("--host-root", host, prefix=[
+        "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+        "--bounding-set=-all", "--"])
+    c = check(j, "node.uverbs0")
+    ok(c["status"] == "fail" and "Permission denied" in c["message"] and "root" in c["fix"],
+       "node.uverbs0 mode 0600, doctor as nobody: not accessible, fix names root or udev",
+       show(c) + err)
+    c = check(j, "node.uverbs1")
+    ok(c["status"] == "ok", "node.uverbs1 mode 0666 as nobody: accessible", show(c))
+
+
+def test_sysfs_root():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host, "--sysfs-root", "/")
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and "did you mean --sysfs-root /sys " in c["message"]
+       and c["fix"] == "--sysfs-root /sys",
+       "--sysfs-root pointing at the host's /: 'did you mean .../sys?'", show(c))
+    rc, j, err = doctor_json("--host-root", host, "--sysfs-root", "/dev")
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and NO_DEVICES in c["message"]
+       and "nothing in /dev/class/infiniband" in c["message"],
+       "--sysfs-root at a tree without RDMA: no devices, naming the path", show(c))
+    rc, j, err = doctor_json("--host-root", host, "--sysfs-root", "/missing")
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and "cannot read sysfs at " + host + "/missing" in c["message"],
+       "--sysfs-root that does not exist: fail naming it", show(c))
+
+
+def test_container():
+    """Inside a container (here: $container set, as podman and systemd-nspawn do), nodes
+    of devices it was not given are expected to be missing."""
+    host = make_host(omit=[f"uverbs{i}" for i in range(1, 10)])
+    env = dict(os.environ, container="podman")
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    args = ["--json", "--sysfs-root", host + "/sys", "--dev-root", host + "/dev",
+            "--spec-dir", host + "/etc/cdi"]
+    rc, out, err = doctor(*args, env=env)
+    j = json.loads(out)
+    c = check(j, "context")
+    files = [f for f in ("/run/.containerenv", "/.dockerenv") if os.path.exists(f)]
+    want = files[0] + " exists" if files else "$container is set"
+    ok(c["data"] == {"container": True, "evidence": want} and
+       "inside a container" in c["message"], "$container set: inside a container", show(c))
+    ok(check(j, "node.uverbs0")["status"] == "ok"
+       and check(j, "node.uverbs3")["status"] == "info"
+       and "not given to this container" in check(j, "node.uverbs3")["message"],
+       "the given node is checked, the others are 'not given', not failures",
+       show(check(j, "node.uverbs3")))
+    c = check(j, "container.devices")
+    ok(c["status"] == "ok" and "given 1 of the node's 10" in c["message"],
+       "container.devices: 1 of 10 given", show(c))
+    ok(check(j, "spec")["status"] == "skip" and check(j, "spec_dirs")["status"] == "skip",
+       "no spec inside the container: skipped, not failed",
+       show([check(j, "spec"), check(j, "spec_dirs")]))
+    os.unlink(host + "/dev/infiniband/uverbs0")
+    rc, out, err = doctor(*args, env=env)
+    c = check(json.loads(out), "container.devices")
+    ok(rc == 1 and c["status"] == "fail" and "given none of the node's 10" in c["message"]
+       and "--device rdma.example/hca=NAME" in c["fix"],
+       "a container given no RDMA device: fail, how to ask for one", show(c))
+    rc, out, err = doctor("--host-root", "/", *args, env=env)
+    j = json.loads(out)
+    ok(check(j, "context")["data"] == {"container": False, "evidence": None}
+       and check(j, "node.uverbs3")["status"] == "fail"
+       and check(j, "container.devices")["status"] == "absent",
+       "--host-root / given: the host, where the same missing nodes are failures",
+       show(check(j, "node.uverbs3")))
+    if files:
+        T.skip("no evidence: the host", "this test itself runs in a container (" +
+               ", ".join(files) + ")")
+    else:
+        env.pop("container")
+        rc, out, err = doctor(*args, env=env)
+        ok(check(json.loads(out), "context")["data"]["container"] is False,
+           "no evidence of a container: the host")
+
+
+def test_modules():
+    host = make_host(modules=("ib_uverbs",))
+    shutil.rmtree(host + "/sys/class/misc")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "module.ib_uverbs")
+    ok(c["status"] == "ok" and c["data"]["state"] == "loaded", "ib_uverbs in /sys/module: "
+       "loaded", show(c))
+    c = check(j, "module.rdma_ucm")
+    ok(c["status"] == "warn" and c["data"]["state"] == "missing"
+       and c["fix"].startswith("modprobe rdma_ucm"),
+       "rdma_ucm absent: warning with modprobe rdma_ucm", show(c))
+    ok(check(j, "node.rdma_cm")["status"] == "absent",
+       "no rdma_cm in sysfs: no rdma_cm node check")
+
+    host = make_host(modules=())
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "module.ib_uverbs")
+    ok(c["status"] == "ok" and c["data"]["state"] == "builtin",
+       "no /sys/module/ib_uverbs but class/infiniband_verbs: built in", show(c))
+    shutil.rmtree(host + "/sys/class/infiniband_verbs")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "module.ib_uverbs")
+    ok(c["status"] == "fail" and c["fix"].startswith("modprobe ib_uverbs"),
+       "no ib_uverbs at all: fail, modprobe ib_uverbs", show(c))
+    c = check(j, "devices")
+    ok(c["status"] == "fail" and "none has a uverbs device" in c["message"],
+       "devices without uverbs: fail naming the cause", show(c))
+
+
+def test_memlock():
+    host = make_host()
+    have_cap = bool(cap_eff(open("/proc/self/status").read()) & (1 << CAP_IPC_LOCK))
+    nocap_status = subprocess.run(NOCAP + ["cat", "/proc/self/status"], capture_output=True,
+                                  text=True).stdout
+    if cap_eff(nocap_status) & (1 << CAP_IPC_LOCK):
+        ok(False, "setpriv drops CAP_IPC_LOCK", nocap_status)
+        return
+    low = ["prlimit", "--memlock=65536:131072", "--"]
+    rc, j, err = doctor_json("--host-root", host, prefix=low + NOCAP)
+    m, c = check(j, "memlock"), check(j, "capability.ipc_lock")
+    ok(m["status"] == "fail" and m["data"]["soft"] == 65536 and m["data"]["hard"] == 131072
+       and m["data"]["mr_size"] == 64 << 20 and "65536" in m["message"] and m["fix"]
+       and "memlock" in m["fix"],
+       "memlock 64K:128K without CAP_IPC_LOCK: fail, soft and hard reported, a fix",
+       show(m))
+    ok(c["data"]["cap_ipc_lock"] is False and c["status"] == "info",
+       "CAP_IPC_LOCK dropped: reported as not held", show(c))
+    rc, j, err = doctor_json("--host-root", host, "--mr-size", "64K", prefix=low + NOCAP)
+    m = check(j, "memlock")
+    ok(m["status"] == "ok" and m["data"]["mr_size"] == 65536,
+       "--mr-size 64K fits a 64K soft limit: ok", show(m))
+    rc, j, err = doctor_json("--host-root", host, "--mr-size", "65537", prefix=low + NOCAP)
+    ok(check(j, "memlock")["status"] == "fail", "one byte more than the soft limit: fail")
+    rc, j, err = doctor_json("--host-root", host, prefix=["prlimit", "--memlock=unlimited",
+                                                          "--"] + NOCAP)
+    m = check(j, "memlock")
+    if m["status"] == "absent" or "Operation not permitted" in err:
+        T.skip("memlock unlimited", "raising the hard limit needs CAP_SYS_RESOURCE")
+    else:
+        ok(m["status"] == "ok" and m["data"]["soft"] == "unlimited", "unlimited: ok",
+           show(m))
+    if have_cap:
+        rc, j, err = doctor_json("--host-root", host, prefix=low)
+        m, c = check(j, "memlock"), check(j, "capability.ipc_lock")
+        ok(m["status"] == "ok" and "CAP_IPC_LOCK lifts" in m["message"]
+           and c["data"]["cap_ipc_lock"] is True,
+           "low memlock but CAP_IPC_LOCK held: ok, says why", show(m))
+    else:
+        T.skip("low memlock with CAP_IPC_LOCK", "this process has no CAP_IPC_LOCK")
+
+
+CRI = 'plugins."io.containerd.grpc.v1.cri"'
+CRI3 = 'plugins."io.containerd.cri.v1.runtime"'
+CONTAINERD_CASES = [
+    # (name, config, status, needle in message or fix)
+    ("1.7 with enable_cdi", f"""version = 2
+root = "/var/lib/containerd"   # comment
+[plugins]
+  [{CRI}]
+    sandbox_image = "registry.k8s.io/pause:3.9"
+    enable_cdi = true
+    cdi_spec_dirs = [
+      "/etc/cdi",   # the static dir
+      '/var/run/cdi',
+    ]
+    [{CRI}.containerd]
+      default_runtime_name = "runc"
+      [{CRI}.containerd.runtimes.runc.options]
+        SystemdCgroup = true
+        inline = {{ a = 1, b = "x" }}
+""", "ok", "enable_cdi = true"),
+    ("1.7 without enable_cdi", f"""version = 2
+[{CRI}]
+  sandbox_image = "pause"
+""", "fail", 'set enable_cdi = true under [plugins."io.containerd.grpc.v1.cri"]'),
+    ("enable_cdi = false", f"""version = 2
+[{CRI}]
+
+  enable_cdi = false
+""", "fail", "config.toml:4: enable_cdi = false"),
+    ("dotted key at the top level", f"""version = 2
+{CRI}.enable_cdi = true
+""", "ok", "enable_cdi = true"),
+    ("2.x config version 3, default on", """version = 3
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+""", "ok", "the 2.x default"),
+    ("2.x with enable_cdi = false", f"""version = 3
+[{CRI3}]
+  enable_cdi = false
+""", "fail", f"under [{CRI3}]"),
+    ("spec dir not in cdi_spec_dirs", f"""version = 2
+[{CRI}]
+  enable_cdi = true
+  cdi_spec_dirs = ["/var/run/cdi"]
+""", "fail", 'add "/etc/cdi" to cdi_spec_dirs'),
+    ("multi-line strings and dates are skipped", f'''version = 2
+motd = """
+enable_cdi = false
+"""
+when = 1979-05-27T07:32:00Z
+[{CRI}]
+  enable_cdi = true
+''', "ok", "enable_cdi = true"),
+]
+
+
+def test_containerd():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.config")
+    ok(c["status"] == "skip" and c["data"]["exists"] is False,
+       "containerd: no config, not installed: skipped", show(c))
+    write(host, "/usr/bin/containerd", "#!/bin/sh\n", 0o755)
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.config")
+    ok(c["status"] == "warn" and "CDI off" in c["message"] and "enable_cdi = true" in c["fix"],
+       "containerd installed without a config: warning, CDI off in 1.7", show(c))
+
+    for name, text, status, needle in CONTAINERD_CASES:
+        tomllib.loads(text)  # the fixture itself is valid TOML
+        write(host, "/etc/containerd/config.toml", text)
+        rc, j, err = doctor_json("--host-root", host)
+        c = check(j, "containerd.config")
+        ok(c["status"] == status and needle in (c["message"] + " " + (c["fix"] or "")),
+           f"containerd {name}: {status}", show(c) + err)
+    c = check(j, "containerd.config")
+
+    write(host, "/etc/containerd/config.toml", CONTAINERD_CASES[0][1])
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.config")
+    ok(c["data"].get("enable_cdi") is True and c["data"].get("config_version") == 2
+       and c["data"].get("cdi_spec_dirs") == ["/etc/cdi", "/var/run/cdi"]
+       and c["data"].get("section") == f"[{CRI}]",
+       "containerd: the JSON data carries version, section, enable_cdi, cdi_spec_dirs",
+       show(c))
+
+    for bad, where in (('version = 2\n[plugins\n', "2:9"),
+                       ('version = 2\nenable_cdi = tru e\n', "2:18"),
+                       ('x = "unterminated\n', "1:"),
+                       ('a = [1, 2\nb = 3\n', "2:")):
+        try:
+            tomllib.loads(bad)
+            valid = True
+        except tomllib.TOMLDecodeError:
+            valid = False
+        write(host, "/etc/containerd/config.toml", bad)
+        rc, j, err = doctor_json("--host-root", host)
+        c = check(j, "containerd.config")
+        ok(not valid and c["status"] == "fail"
+           and c["message"].startswith(host + "/etc/containerd/config.toml:" + where),
+           f"containerd config {bad!r}: invalid TOML, fail at file:line:column", show(c))
+    write(host, "/etc/containerd/config.toml", "a = 1\0\n")
+    rc, j, err = doctor_json("--host-root", host)
+    ok(check(j, "containerd.config")["status"] == "fail", "a NUL byte in the config: fail")
+
+
+def test_containerd_unit():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host)
+    ok(check(j, "containerd.unit")["status"] == "skip", "no containerd unit: skipped")
+    unit = "[Unit]\nDescription=containerd\n[Service]\nExecStart=/usr/bin/containerd\n"
+    write(host, "/lib/systemd/system/containerd.service", unit)
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.unit")
+    ok(c["status"] == "warn" and "no LimitMEMLOCK" in c["message"]
+       and c["data"]["limit_memlock"] is None
+       and c["data"]["unit"] == "/lib/systemd/system/containerd.service"
+       and "LimitMEMLOCK=infinity" in c["fix"] and "daemon-reload" in c["fix"],
+       "unit without LimitMEMLOCK: warning, the drop-in as fix", show(c))
+    write(host, "/lib/systemd/system/containerd.service",
+          unit + "LimitNOFILE=infinity\n  LimitMEMLOCK = infinity\n")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.unit")
+    ok(c["status"] == "ok" and c["data"]["limit_memlock"] == "infinity"
+       and "/lib/systemd/system/containerd.service:6" in c["message"],
+       "LimitMEMLOCK=infinity in the unit: ok, with file:line", show(c))
+    # Drop-ins apply in name order across dirs; /etc masks a same-named one in /lib.
+    write(host, "/lib/systemd/system/containerd.service.d/10-low.conf",
+          "[Service]\nLimitMEMLOCK=64K\n")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.unit")
+    ok(c["status"] == "warn" and "LimitMEMLOCK=64K is below" in c["message"]
+       and "10-low.conf:2" in c["message"],
+       "a drop-in lowering it to 64K: warning naming the drop-in", show(c))
+    write(host, "/etc/systemd/system/containerd.service.d/10-low.conf",
+          "[Service]\nLimitMEMLOCK=infinity\n")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.unit")
+    ok(c["status"] == "ok" and "/etc/systemd/system/containerd.service.d/10-low.conf" in
+       c["message"], "a same-named drop-in in /etc masks /lib's", show(c))
+    write(host, "/etc/systemd/system/containerd.service.d/20-x.conf",
+          "[Install]\nLimitMEMLOCK=1K\n[Service]\nLimitMEMLOCK=1G:2G\n")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.unit")
+    ok(c["status"] == "ok" and c["data"]["limit_memlock"] == "1G:2G",
+       "the last drop-in wins, only [Service] counts, SOFT:HARD understood", show(c))
+    write(host, "/etc/systemd/system/containerd.service.d/30-bad.conf",
+          "[Service]\nLimitMEMLOCK=lots\n")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "containerd.unit")
+    ok(c["status"] == "warn" and "not a limit systemd understands" in c["message"],
+       "LimitMEMLOCK=lots: warning", show(c))
+
+
+def test_crio():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host)
+    ok(check(j, "crio.config")["status"] == "skip", "no CRI-O config: skipped")
+    write(host, "/etc/crio/crio.conf", '[crio.runtime]\ncdi_spec_dirs = ["/etc/cdi"]\n')
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "crio.config")
+    ok(c["status"] == "ok" and c["data"]["cdi_spec_dirs"] == ["/etc/cdi"],
+       "CRI-O reading /etc/cdi: ok", show(c))
+    write(host, "/etc/crio/crio.conf.d/50-cdi.conf",
+          '[crio.runtime]\ncdi_spec_dirs = ["/var/run/cdi"]\n')
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "crio.config")
+    ok(c["status"] == "fail" and 'add "/etc/cdi" to cdi_spec_dirs under [crio.runtime]' in
+       c["fix"] and c["data"]["files"] == ["/etc/crio/crio.conf",
+                                           "/etc/crio/crio.conf.d/50-cdi.conf"],
+       "a drop-in overriding cdi_spec_dirs without /etc/cdi: fail", show(c))
+    rc, j, err = doctor_json("--host-root", host, "--spec-dir", "/var/run/cdi")
+    ok(check(j, "crio.config")["status"] == "ok", "with --spec-dir /var/run/cdi: ok")
+    write(host, "/etc/crio/crio.conf.d/60-bad.conf", "[crio.runtime\n")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "crio.config")
+    ok(c["status"] == "fail" and "60-bad.conf:1:" in c["message"],
+       "a broken CRI-O drop-in: fail at file:line:column", show(c))
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_spec():
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    ok(c["status"] == "fail" and c["data"]["state"] == "missing"
+       and c["fix"] == "rdma-cdi generate --spec-dir /etc/cdi",
+       "no spec on disk: fail, fix rdma-cdi generate", show(c))
+    s = check(j, "spec_dirs")
+    ok(s["status"] == "warn" and not any(d["exists"] for d in s["data"]["dirs"]),
+       "no spec dir at all: warning", show(s))
+
+    generate(host)
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    ok(c["status"] == "ok" and c["data"]["state"] == "match"
+       and c["data"]["path"] == "/etc/cdi/" + SPEC_FILE,
+       "spec written by generate: matches", show(c))
+    s = check(j, "spec_dirs")
+    files = [f for d in s["data"]["dirs"] for f in d["files"]]
+    ok(s["status"] == "ok" and [f["file"] for f in files] == [SPEC_FILE]
+       and f"{KIND}=all" in files[0]["names"] and files[0]["kind"] == KIND,
+       "spec_dirs lists the spec with its names", show(s))
+
+    h = check(j, "hook")
+    ok(h["status"] == "fail" and "does not exist" in h["message"] and h["fix"].startswith(
+        "install rdma-cdi-hook at " + h["data"]["path"]),
+       "the spec's default hook is not installed in the host root: fail", show(h))
+
+    generate(host, "--with-mad", "--memlock", "1G", "--hook-path", "/opt/rdma/rdma-cdi-hook")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    ok(c["status"] == "ok", "generated with --with-mad --memlock --hook-path: still matches "
+       "(options read back from the spec)", show(c))
+    write(host, "/opt/rdma/rdma-cdi-hook", "#!/bin/sh\n", 0o644)
+    rc, j, err = doctor_json("--host-root", host)
+    h = check(j, "hook")
+    ok(h["status"] == "fail" and "not an executable file" in h["message"]
+       and h["data"]["path"] == "/opt/rdma/rdma-cdi-hook",
+       "the spec's hook present but not executable: fail", show(h))
+    os.chmod(host + "/opt/rdma/rdma-cdi-hook", 0o755)
+    rc, j, err = doctor_json("--host-root", host)
+    h = check(j, "hook")
+    ok(h["status"] == "ok", "the spec's hook installed in the host root: ok", show(h))
+
+    # One byte changed.
+    path = host + "/etc/cdi/" + SPEC_FILE
+    data = read(path)
+    with open(path, "wb") as f:
+        f.write(data.replace(b'"minor": 192', b'"minor": 199', 1))
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    ok(c["status"] == "fail" and c["data"]["state"] == "differs"
+       and "device numbers or edits changed" in c["message"]
+       and c["fix"] == "rdma-cdi generate --spec-dir /etc/cdi --with-mad --hook-path "
+       "/opt/rdma/rdma-cdi-hook --memlock 1G",
+       "a changed minor: differs, the generate command that restores it", show(c))
+
+    # A spec from another node: names the devices that differ.
+    other = make_host("sriov")
+    generate(other)
+    names = lambda p: {d["name"] for d in json.loads(read(p))["devices"]}
+    generate(host)
+    missing = names(path) - names(other + "/etc/cdi/" + SPEC_FILE)
+    shutil.copy(other + "/etc/cdi/" + SPEC_FILE, path)
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    listed = set(c["data"].get("new_devices", []))
+    ok(c["status"] == "fail" and "not in it: " in c["message"] and listed == missing
+       and c["data"]["gone_devices"] == [],
+       "a spec from another node: differs, naming devices it lacks", show(c))
+
+    # YAML spec.
+    os.unlink(path)
+    generate(host, "--format", "yaml")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    ok(c["status"] == "ok" and c["data"]["path"].endswith(".yaml"), "YAML spec: matches",
+       show(c))
+
+    # Invalid spec file of ours.
+    ypath = host + "/etc/cdi/rdma.example-hca.yaml"
+    os.unlink(ypath)
+    write(host, "/etc/cdi/" + SPEC_FILE, "{ not json")
+    rc, j, err = doctor_json("--host-root", host)
+    c, s = check(j, "spec"), check(j, "spec_dirs")
+    ok(c["status"] == "fail" and c["data"]["state"] == "invalid", "garbage spec: fail",
+       show(c))
+    ok(s["status"] == "warn" and "invalid" in s["message"], "spec_dirs: invalid file warned",
+       show(s))
+
+    # A second file defining one of our names: runtimes refuse it.
+    os.unlink(path)
+    generate(host)
+    dup = json.loads(read(path))
+    dup["devices"] = [d for d in dup["devices"] if d["name"] == "mlx5_0"]
+    write(host, "/etc/cdi/other.json", json.dumps(dup))
+    rc, j, err = doctor_json("--host-root", host)
+    s = check(j, "spec_dirs")
+    ok(s["status"] == "fail" and any("mlx5_0" in x for x in s["data"]["conflicts"]),
+       "our names defined twice in /etc/cdi: fail", show(s))
+
+    # --spec-dir and --kind.
+    os.unlink(host + "/etc/cdi/other.json")
+    subprocess.run([RDMA_CDI, "generate", "--sysfs-root", host + "/sys", "--spec-dir",
+                    host + "/var/run/cdi", "--kind", "example.com/nic"], check=True,
+                   capture_output=True)
+    rc, j, err = doctor_json("--host-root", host, "--spec-dir", "/var/run/cdi", "--kind",
+                             "example.com/nic")
+    c = check(j, "spec")
+    ok(c["status"] == "ok" and c["data"]["path"] == "/var/run/cdi/example.com-nic.json",
+       "--spec-dir /var/run/cdi --kind example.com/nic: matches", show(c))
+
+    # No devices on the node, a spec on disk: stale.
+    shutil.rmtree(host + "/sys/class/infiniband_verbs")
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "spec")
+    ok(c["status"] == "fail" and c["data"]["state"] == "stale"
+       and "rm /etc/cdi/" + SPEC_FILE in c["fix"], "spec but no usable device: stale", show(c))
+
+
+def test_usage():
+    for args, needle in ((["--bogus"], "unknown"), (["--mr-size", "0"], "--mr-size"),
+                         (["--mr-size", "unlimited"], "--mr-size"),
+                         (["--mr-size", "2T"], "--mr-size"), (["--mr-size"], "incomplete"),
+                         (["--host-root", "rel"], "absolute"),
+                         (["--host-root", "/nonexistent-dir"], "not a directory"),
+                         (["--spec-dir", "/a/../b"], "'..'"), (["--kind", "x"], "kind"),
+                         (["extra"], "unexpected argument")):
+        rc, out, err = doctor(*args)
+        ok(rc == 2 and needle in err and len(err.splitlines()) == 1 and out == "",
+           f"doctor {' '.join(args)}: exit 2, one line", f"rc={rc} err={err!r}")
+    rc, out, err = doctor("--help")
+    ok(rc == 0 and out.startswith("Usage: rdma-cdi doctor") and "--host-root" in out
+       and "--mr-size" in out and err == "", "doctor --help: usage on stdout, exit 0", out)
+
+
+try:
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root (mknod, setpriv)")
+        sys.exit(0)
+    test_this_machine()
+    test_json_shape()
+    test_devices_and_nodes()
+    test_sysfs_root()
+    test_container()
+    test_modules()
+    test_memlock()
+    test_containerd()
+    test_containerd_unit()
+    test_crio()
+    test_spec()
+    test_usage()
+    ok(not fixless, "every failure of every run above carries a fix", fixless[:5])
+finally:
+    for d in tmpdirs:
+        shutil.rmtree(d, ignore_errors=True)
+sys.exit(T.done())
