@@ -123,6 +123,18 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 			.nccl_env = p->nccl_env,
 		    },
 		    &t);
+		if (r == -E2BIG) {
+			size_t n = 0;
+
+			for (size_t d = 0; d < node->n_devices; d++)
+				n += include[d] && disc_device_usable(&node->devices[d]);
+			log_error("%s: %zu HCAs x %u shared slots = %zu device IDs exceeds %d: the "
+				  "kubelet drops a ListAndWatch message over 4 MiB; lower --shared or "
+				  "sharedSlots, or split the pool. Its device list stays as it was",
+				  p->resource, n, p->shared, dp_list_ids_needed(n, p->shared),
+				  DP_LIST_IDS_MAX);
+			continue;
+		}
 		if (r < 0) {
 			log_error_errno(r, "%s: building the device table failed", p->resource);
 			continue;

@@ -1004,6 +1004,27 @@ def sc_config_bad(c):
            "an explicit --config that does not exist: exit 1", missing.log_text())
 
 
+def sc_shared_bound(c):
+    """--shared 100 on 2,048 HCAs would be a 6.6 MiB list the kubelet drops: said, not sent."""
+    tap = c.tap
+    c.start_kubelet()
+    b = c.bridge(["--shared", "100"])
+    tap.ok(b.wait_log("exceeds 16384", timeout=60), "the bridge says why", b.log_text())
+    line = [l for l in b.log_text().splitlines() if "exceeds 16384" in l]
+    tap.ok(line and "2048 HCAs x 100 shared slots = 204800 device IDs" in line[0] and
+           "4 MiB" in line[0], "with the numbers and the limit", line)
+    reg = c.kubelet.wait_registrations(1, 30)
+    lst = c.kubelet.latest_stream().wait(timeout=10) if reg else None
+    tap.ok(lst is None or len(lst) == 0, "no oversized list is sent")
+    cfg = os.path.join(c.work, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("pools:\n  - resourceName: rdma.example/vf\n    mode: shared\n"
+                "    sharedSlots: 100\n")
+    b2 = c.bridge(["--config", cfg, "--plugin-dir", os.path.join(c.work, "p2")])
+    tap.ok(b2.wait_log("204800 device IDs exceeds 16384", timeout=60),
+           "the same pool from a config file: refused with the numbers", b2.log_text())
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -1031,6 +1052,7 @@ SCENARIOS = {
     "pools": sc_pools,
     "reload": sc_reload,
     "config-bad": sc_config_bad,
+    "shared-bound": (sc_shared_bound, "scale", ("--devices", "2048")),
 }
 
 
@@ -1042,11 +1064,11 @@ def main():
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     fn = SCENARIOS[args.scenario]
-    profile = "dgx"
+    profile, fixture_args = "dgx", ()
     if isinstance(fn, tuple):
-        fn, profile = fn
+        fn, profile, fixture_args = (fn + ((),))[:3]
     tap = Tap()
-    c = Ctx(args, tap, profile)
+    c = Ctx(args, tap, profile, fixture_args)
     try:
         fn(c)
     except SystemExit:
