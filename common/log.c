@@ -175,6 +175,8 @@ void log_fullv(enum log_level level, int error, struct log_fields fields, const 
 	n = vsnprintf(raw, sizeof(raw), fmt, ap);
 	if (n < 0)
 		goto out;
+	if ((size_t)n >= sizeof(raw)) /* say that it was cut */
+		memcpy(raw + sizeof(raw) - 4, "...", 4);
 	if (error != 0) {
 		const char *why = strerror(error < 0 ? -error : error);
 		size_t len = strlen(raw);
