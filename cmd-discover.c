@@ -109,8 +109,9 @@ int cmd_discover(int argc, char **argv)
 	int r;
 
 	r = cli_parse(&discover_parser, &a, &a.common, argc, argv, NULL);
-	if (r == CLI_CONTINUE)
-		r = cli_resolve_node(&a.common, discover_parser.name);
+	if (r != CLI_CONTINUE)
+		return r;
+	r = cli_resolve_node(&a.common, discover_parser.name);
 	if (r == 0)
 		r = cli_scan(&a.common, &node);
 	if (r != 0)

@@ -122,7 +122,7 @@ static const char *write_fix(int r)
 		return " (read-only: give a writable --spec-dir or --output)";
 	case -ENOSPC:
 	case -EDQUOT:
-		return " (free space there; the previous spec is still in place)";
+		return " (free space there; nothing was replaced)";
 	}
 	return "";
 }
