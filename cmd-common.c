@@ -301,6 +301,11 @@ int cli_scan(const struct cli_common *c, struct disc_node **ret_node)
 	if (r < 0) {
 		if (r == -EACCES || r == -EPERM)
 			log_error_errno(r, "reading sysfs at %s (run as root)", qroot);
+		else if (r == -ENOENT && c->host_root && !c->sysfs_root)
+			log_error_errno(r,
+					"reading sysfs at %s (--host-root %s has no sys/: mount "
+					"the host's /sys there, or give --sysfs-root)",
+					qroot, c->host_root);
 		else if (hint)
 			log_error_errno(r, "reading sysfs at %s (did you mean --sysfs-root %s?)",
 					qroot, hint);

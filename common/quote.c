@@ -78,55 +78,56 @@ bool text_needs_quotes(const char *s, size_t len)
 
 size_t text_escape(char *dst, size_t size, const char *s, size_t len, bool quote)
 {
+	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
 	size_t out = 0;
-
-#define EMIT(c)                                                                                    \
-	do {                                                                                       \
-		if (out + 1 < size)                                                                \
-			dst[out] = (c);                                                            \
-		out++;                                                                             \
-	} while (0)
+	bool full = size == 0;
 
 	for (size_t i = 0; i < len;) {
 		size_t n = printable_len(u + i, len - i);
-		static const char hex[] = "0123456789abcdef";
+		char esc[4];
+		const char *unit = (const char *)u + i;
 
-		if (n > 0 && !(quote && n == 1 && (u[i] == '"' || u[i] == '\\'))) {
-			/* A sequence is copied whole or not at all: no cut UTF-8 at the end. */
-			if (out + n < size)
-				memcpy(dst + out, u + i, n);
-			else if (out < size)
-				size = out + 1; /* full: nothing more is written after this */
-			out += n;
+		if (n == 0 || (quote && n == 1 && (u[i] == '"' || u[i] == '\\'))) {
+			esc[0] = '\\';
+			n = 2;
+			switch (u[i]) {
+			case '\n':
+				esc[1] = 'n';
+				break;
+			case '\t':
+				esc[1] = 't';
+				break;
+			case '\r':
+				esc[1] = 'r';
+				break;
+			case '"':
+			case '\\':
+				esc[1] = (char)u[i];
+				break;
+			default:
+				esc[1] = 'x';
+				esc[2] = hex[u[i] >> 4];
+				esc[3] = hex[u[i] & 0xf];
+				n = 4;
+			}
+			unit = esc;
+			i++;
+		} else {
 			i += n;
-			continue;
 		}
-		EMIT('\\');
-		switch (u[i]) {
-		case '\n':
-			EMIT('n');
-			break;
-		case '\t':
-			EMIT('t');
-			break;
-		case '\r':
-			EMIT('r');
-			break;
-		case '"':
-		case '\\':
-			EMIT((char)u[i]);
-			break;
-		default:
-			EMIT('x');
-			EMIT(hex[u[i] >> 4]);
-			EMIT(hex[u[i] & 0xf]);
+		/* A unit (UTF-8 sequence or escape) is written whole or not at all, and
+		 * nothing after one that did not fit. */
+		if (!full && out + n < size)
+			memcpy(dst + out, unit, n);
+		else if (!full) {
+			dst[out] = '\0';
+			full = true;
 		}
-		i++;
+		out += n;
 	}
-	if (size > 0)
-		dst[out < size ? out : size - 1] = '\0';
-#undef EMIT
+	if (!full)
+		dst[out] = '\0';
 	return out;
 }
 
