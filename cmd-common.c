@@ -187,8 +187,10 @@ int cli_parse(const struct cli_parser *p, void *ctx, struct cli_common *c, int a
 		const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
 
 		if (opt == '?') {
-			if (optopt && optopt < 0x100)
+			if (optopt && optopt < 0x100 && optopt != CLI_OPT_HELP)
 				return cli_usage_error(p->name, "unknown option '-%c'", optopt);
+			if (optopt) /* a known long option given "=value" */
+				return cli_usage_error(p->name, "option '%s' takes no value", bad);
 			return cli_usage_error(p->name, "unknown option '%s'", bad);
 		}
 		if (opt == ':')
