@@ -368,6 +368,30 @@ void cli_explain_no_device(const struct cli_common *c, const struct disc_node *n
 		node->n_devices, qroot);
 }
 
+/*
+ * cJSON escapes the C0 controls only: DEL and the C1 controls (U+0080..U+009F, CSI among
+ * them) from a hostile file name would reach the terminal raw. Outside strings JSON has
+ * no such bytes, so escaping them everywhere is safe.
+ */
+static int print_json_escaped(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		int r;
+
+		if (*p == 0x7f) {
+			r = fputs("\\u007f", stdout);
+		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			r = printf("\\u%04x", p[1]);
+			p++;
+		} else {
+			r = putchar(*p);
+		}
+		if (r < 0)
+			return -EIO;
+	}
+	return putchar('\n') < 0 ? -EIO : 0;
+}
+
 int cli_print_json(const struct cJSON *j)
 {
 	_cleanup_free_ char *s = j ? cJSON_Print(j) : NULL;
@@ -376,7 +400,7 @@ int cli_print_json(const struct cJSON *j)
 		log_error_errno(-ENOMEM, "formatting JSON");
 		return EXIT_FAIL;
 	}
-	if (printf("%s\n", s) < 0 || fflush(stdout) != 0) {
+	if (print_json_escaped(s) < 0 || fflush(stdout) != 0) {
 		log_error_errno(-errno, "writing to stdout");
 		return EXIT_FAIL;
 	}
