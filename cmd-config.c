@@ -1,96 +1,78 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * `rdma-cdi config check [FILE]`: validates a config file offline and prints the pools
- * it would make on this node (config/config.h does the work).
+ * rdma-cdi config check [FILE]: validates a config file offline and prints the pools it
+ * would make on this node (config/config.h does the work).
  */
-#include <getopt.h>
 #include <string.h>
 
-#include "config.h"
-#include "discovery.h"
+#include "cli.h"
+#include "common.h"
 
-#define EXIT_FAIL 1
-#define EXIT_USAGE 2
+struct config_args {
+	struct cli_common common;
+};
 
-static void config_usage(FILE *f)
+static const struct cli_option config_options[] = {
+    CLI_OPTIONS_NODE,
+    CLI_OPTIONS_GLOBAL,
+    {},
+};
+
+static int config_option(void *ctx, int opt, const char *arg)
 {
-	fprintf(f, "Usage: rdma-cdi config check [OPTIONS] [FILE]\n"
-		   "\n"
-		   "Validates FILE (default " CFG_DEFAULT_PATH ") and prints the pools it\n"
-		   "would make on this node: their devices, and the warnings (overlaps, pools\n"
-		   "that match nothing). Exit 0 valid, 1 invalid or unreadable, 2 bad usage.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --sysfs-root DIR   sysfs to read (default /sys)\n"
-		   "  --dev-root DIR     where the device nodes live (default /dev)\n"
-		   "  -h, --help         this text\n");
+	return 0;
 }
 
-int cmd_config(int argc, char **argv);
+static const struct cli_parser config_parser = {
+    .name = "config",
+    .synopsis = "check [OPTIONS] [FILE]",
+    .description = "Validates FILE (default " CFG_DEFAULT_PATH ") as the bridge and generate "
+		   "would, and prints the pools it makes on this node: each pool's mode and "
+		   "devices, the usable devices no pool takes, and the warnings (a device "
+		   "several pools match, a pool that matches nothing). Errors name the file, "
+		   "line, column and key.",
+    .options = config_options,
+    .footer = "Exit status: 0 valid, 1 invalid or unreadable, 2 bad usage.",
+    .max_args = 2,
+    .option = config_option,
+};
 
 int cmd_config(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"sysfs-root", required_argument, NULL, 's'},
-	    {"dev-root", required_argument, NULL, 'd'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
 	_cleanup_(cfg_freep) struct cfg *c = NULL;
-	struct disc_options disc = {0};
+	struct config_args a = {};
 	struct disc_node *node = NULL;
 	const char *path;
 	char err[512] = "";
-	int opt, r;
+	int first, r;
 
-	if (argc < 2 || strcmp(argv[1], "check") != 0) {
-		if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-			config_usage(stdout);
-			return 0;
-		}
-		config_usage(stderr);
-		return EXIT_USAGE;
+	r = cli_parse(&config_parser, &a, &a.common, argc, argv, &first);
+	if (r != CLI_CONTINUE)
+		goto out;
+	if (first >= argc || strcmp(argv[first], "check") != 0) {
+		r = cli_usage_error("config", "expected 'config check [FILE]'");
+		goto out;
 	}
-	argc--;
-	argv++;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			disc.sysfs_root = optarg;
-			break;
-		case 'd':
-			disc.dev_root = optarg;
-			break;
-		case 'h':
-			config_usage(stdout);
-			return 0;
-		default:
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind > 1) {
-		log_error("config check takes one FILE");
-		return EXIT_USAGE;
-	}
-	path = optind < argc ? argv[optind] : CFG_DEFAULT_PATH;
+	path = first + 1 < argc ? argv[first + 1] : CFG_DEFAULT_PATH;
 	r = cfg_load(path, &c, err, sizeof(err));
 	if (r < 0) {
 		log_error("%s", err[0] ? err : strerror(-r));
-		return EXIT_FAIL;
+		r = EXIT_FAIL;
+		goto out;
 	}
-	r = disc_scan(&disc, &node);
-	if (r < 0) {
-		log_error_errno(r, "reading sysfs at %s",
-				disc.sysfs_root ? disc.sysfs_root : "/sys");
-		return EXIT_FAIL;
-	}
+	r = cli_resolve_node(&a.common, "config");
+	if (r == 0)
+		r = cli_scan(&a.common, &node);
+	if (r != 0)
+		goto out;
 	printf("%s: valid\n", path);
 	r = cfg_report(c, node, stdout, err, sizeof(err));
 	disc_node_free(node);
 	if (r < 0) {
 		log_error("%s", err[0] ? err : strerror(-r));
-		return EXIT_FAIL;
+		r = EXIT_FAIL;
 	}
-	return 0;
+out:
+	cli_common_done(&a.common);
+	return r;
 }

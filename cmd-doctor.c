@@ -1423,6 +1423,8 @@ static void doctor_help(FILE *f)
 		"  --kind VENDOR/CLASS CDI kind (default " SPEC_DEFAULT_KIND ")\n"
 		"  --mr-size BYTES     memory region to register (K, M, G suffixes; default 64M)\n"
 		"  --json              print the report as JSON (docs/doctor.md)\n"
+		"  --log-level LEVEL   error, warning, info (default) or debug\n"
+		"  --log-format text|json log line format (default text)\n"
 		"  --help              show this help\n"
 		"\n"
 		"verbs, rdma_cm, memlock, CAP_IPC_LOCK and the netns mode are those of this\n"
@@ -1442,7 +1444,7 @@ static bool abs_path_ok(const char *opt, const char *v)
 
 static int parse_doctor_options(struct doctor *d, int argc, char **argv)
 {
-	enum { O_HOST = 0x100, O_SYSFS, O_DEV, O_SPEC, O_KIND, O_MR, O_JSON };
+	enum { O_HOST = 0x100, O_SYSFS, O_DEV, O_SPEC, O_KIND, O_MR, O_JSON, O_LEVEL, O_FORMAT };
 	static const struct option opts[] = {
 	    {"host-root", required_argument, NULL, O_HOST},
 	    {"sysfs-root", required_argument, NULL, O_SYSFS},
@@ -1451,6 +1453,8 @@ static int parse_doctor_options(struct doctor *d, int argc, char **argv)
 	    {"kind", required_argument, NULL, O_KIND},
 	    {"mr-size", required_argument, NULL, O_MR},
 	    {"json", no_argument, NULL, O_JSON},
+	    {"log-level", required_argument, NULL, O_LEVEL},
+	    {"log-format", required_argument, NULL, O_FORMAT},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -1466,6 +1470,24 @@ static int parse_doctor_options(struct doctor *d, int argc, char **argv)
 		case 'h':
 			doctor_help(stdout);
 			return 0;
+		case O_LEVEL: {
+			enum log_level l;
+
+			if (log_parse_level(optarg, &l) < 0) {
+				log_error("--log-level %s: expected error, warning, info or debug",
+					  optarg);
+				return 2;
+			}
+			log_set_level(l);
+			break;
+		}
+		case O_FORMAT:
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+				log_error("--log-format %s: expected text or json", optarg);
+				return 2;
+			}
+			log_set_json(strcmp(optarg, "json") == 0);
+			break;
 		case O_HOST:
 			if (!abs_path_ok("--host-root", optarg))
 				return 2;

@@ -6,10 +6,34 @@
  * runtimes then refuse to resolve at all.
  */
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cdi-internal.h"
+
+/*
+ * Makes room for one more element in *array (n used, *cap allocated), doubling: arrays
+ * that grow by one per realloc make a listing of 100,000 files quadratic.
+ */
+static int grow(void *array, size_t *cap, size_t n, size_t size)
+{
+	void **p = array;
+	size_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	if (ncap < *cap || ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	na = realloc(*p, ncap * size);
+	if (!na)
+		return -ENOMEM;
+	*p = na;
+	*cap = ncap;
+	return 0;
+}
 
 static void entry_done(struct cdi_list_entry *e)
 {
@@ -35,14 +59,18 @@ void cdi_listing_free(struct cdi_listing *l)
 	free(l);
 }
 
-static struct cdi_list_entry *new_entry(struct cdi_listing *l, const char *dir, const char *file)
-{
-	struct cdi_list_entry *e, *ne;
+/* Capacities of the listing's arrays, kept beside it: struct cdi_listing is public. */
+struct listing_caps {
+	size_t entries, conflicts;
+};
 
-	ne = realloc(l->entries, (l->n_entries + 1) * sizeof(*ne));
-	if (!ne)
+static struct cdi_list_entry *new_entry(struct cdi_listing *l, struct listing_caps *caps,
+					const char *dir, const char *file)
+{
+	struct cdi_list_entry *e;
+
+	if (grow(&l->entries, &caps->entries, l->n_entries, sizeof(*e)) < 0)
 		return NULL;
-	l->entries = ne;
 	e = &l->entries[l->n_entries];
 	*e = (struct cdi_list_entry){.dir = strdup(dir), .file = strdup(file)};
 	if (!e->dir || !e->file) {
@@ -143,7 +171,7 @@ static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	char **names = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int fd, r = 0;
 
@@ -159,19 +187,16 @@ static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 	while ((errno = 0, de = readdir(d))) {
 		enum cdi_format fmt;
 		struct stat st;
-		char **nn;
 
 		if (cdi_format_from_file_name(de->d_name, &fmt) < 0)
 			continue;
 		/* A subdirectory (or a symlink to one) is not a spec file: skip it quietly. */
 		if (fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
 			continue;
-		nn = realloc(names, (n + 1) * sizeof(*names));
-		if (!nn) {
+		if (grow(&names, &cap, n, sizeof(*names)) < 0) {
 			r = -ENOMEM;
 			goto fail;
 		}
-		names = nn;
 		names[n] = strdup(de->d_name);
 		if (!names[n]) {
 			r = -ENOMEM;
@@ -211,24 +236,49 @@ static int cmp_defined(const void *a, const void *b)
 	return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
-static int add_conflict(struct cdi_listing *l, char *s)
+static int add_conflict(struct cdi_listing *l, struct listing_caps *caps, char *s)
 {
-	char **nc;
-
 	if (!s)
 		return -ENOMEM;
-	nc = realloc(l->conflicts, (l->n_conflicts + 1) * sizeof(*nc));
-	if (!nc) {
+	if (grow(&l->conflicts, &caps->conflicts, l->n_conflicts, sizeof(*l->conflicts)) < 0) {
 		free(s);
 		return -ENOMEM;
 	}
-	l->conflicts = nc;
 	l->conflicts[l->n_conflicts++] = s;
 	return 0;
 }
 
+/* "<name> in <dir>: <file1>, <file2>, ..." built in one pass: k files, O(k) bytes moved. */
+static char *conflict_text(const struct cdi_listing *l, const struct defined *defs, size_t n,
+			   const char *dir)
+{
+	size_t len = strlen(defs[0].name) + strlen(" in ") + strlen(dir) + strlen(": ") + 1, at;
+	char *s;
+
+	for (size_t k = 0; k < n; k++)
+		len += strlen(l->entries[defs[k].entry].file) + 2;
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	at = (size_t)snprintf(s, len, "%s in %s: ", defs[0].name, dir);
+	for (size_t k = 0; k < n; k++) {
+		const char *f = l->entries[defs[k].entry].file;
+		size_t fl = strlen(f);
+
+		if (k > 0) {
+			memcpy(s + at, ", ", 2);
+			at += 2;
+		}
+		memcpy(s + at, f, fl);
+		at += fl;
+	}
+	s[at] = '\0';
+	return s;
+}
+
 /* Names defined by more than one file among entries [first, end) of one directory. */
-static int find_conflicts(struct cdi_listing *l, const char *dir, size_t first, size_t end)
+static int find_conflicts(struct cdi_listing *l, struct listing_caps *caps, const char *dir,
+			  size_t first, size_t end)
 {
 	_cleanup_free_ struct defined *defs = NULL;
 	size_t n = 0, i, j;
@@ -246,29 +296,18 @@ static int find_conflicts(struct cdi_listing *l, const char *dir, size_t first, 
 			defs[n++] = (struct defined){.name = l->entries[i].names[k], .entry = i};
 	qsort(defs, n, sizeof(*defs), cmp_defined);
 	for (i = 0; i < n; i = j) {
-		_cleanup_free_ char *files = NULL;
-
 		for (j = i + 1; j < n && strcmp(defs[i].name, defs[j].name) == 0; j++)
 			;
 		if (j - i < 2)
 			continue;
 		/* A valid file never defines a name twice, so these are distinct files. */
-		for (size_t k = i; k < j; k++) {
-			char *nf = strdup_printf("%s%s%s", files ? files : "", files ? ", " : "",
-						 l->entries[defs[k].entry].file);
-
-			if (!nf)
-				return -ENOMEM;
-			free(files);
-			files = nf;
-		}
-		if (add_conflict(l, strdup_printf("%s in %s: %s", defs[i].name, dir, files)) < 0)
+		if (add_conflict(l, caps, conflict_text(l, defs + i, j - i, dir)) < 0)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-static int list_dir(struct cdi_listing *l, const char *dir)
+static int list_dir(struct cdi_listing *l, struct listing_caps *caps, const char *dir)
 {
 	_cleanup_close_ int dirfd = -1;
 	char **files = NULL;
@@ -282,7 +321,7 @@ static int list_dir(struct cdi_listing *l, const char *dir)
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
 		r = -errno;
-		e = new_entry(l, dir, "");
+		e = new_entry(l, caps, dir, "");
 		if (!e)
 			return -ENOMEM;
 		return set_error(e, "cannot open the directory: %s", strerror(-r));
@@ -291,14 +330,14 @@ static int list_dir(struct cdi_listing *l, const char *dir)
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
-		struct cdi_list_entry *e = new_entry(l, dir, "");
+		struct cdi_list_entry *e = new_entry(l, caps, dir, "");
 
 		if (!e)
 			return -ENOMEM;
 		return set_error(e, "cannot read the directory: %s", strerror(-r));
 	}
 	for (size_t i = 0; i < n_files && r >= 0; i++) {
-		struct cdi_list_entry *e = new_entry(l, dir, files[i]);
+		struct cdi_list_entry *e = new_entry(l, caps, dir, files[i]);
 		enum cdi_format fmt;
 
 		if (!e) {
@@ -314,11 +353,12 @@ static int list_dir(struct cdi_listing *l, const char *dir)
 	free(files);
 	if (r < 0)
 		return r;
-	return find_conflicts(l, dir, first, l->n_entries);
+	return find_conflicts(l, caps, dir, first, l->n_entries);
 }
 
 int cdi_list_dirs(const char *const *dirs, size_t n_dirs, struct cdi_listing **ret)
 {
+	struct listing_caps caps = {};
 	struct cdi_listing *l;
 	int r;
 
@@ -330,7 +370,7 @@ int cdi_list_dirs(const char *const *dirs, size_t n_dirs, struct cdi_listing **r
 	for (size_t i = 0; i < n_dirs; i++) {
 		if (!dirs[i] || !*dirs[i])
 			continue;
-		r = list_dir(l, dirs[i]);
+		r = list_dir(l, &caps, dirs[i]);
 		if (r < 0) {
 			cdi_listing_free(l);
 			return r;

@@ -76,41 +76,97 @@ static inline void closedirp(DIR **d)
 
 /* ---- logging ---------------------------------------------------------------- */
 
+/*
+ * One line per event on stderr. Text: "[TS ]IDENT: [LEVEL: ]MESSAGE[ key=value...]", TS an
+ * RFC 3339 UTC time with milliseconds when timestamps are on (log_set_timestamps), values
+ * quoted when they need it. JSON (log_set_json): one object per line,
+ * {"ts":..,"level":..,"ident":..,"msg":..,"errno":N,<fields>}, always with "ts". Messages
+ * and values are escaped (quote.c): text from disk can neither split a line nor reach the
+ * terminal raw. Never fails visibly; errno is preserved.
+ */
 enum log_level { LOG_LVL_ERROR, LOG_LVL_WARNING, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 /* Parses "error|warning|info|debug"; -EINVAL otherwise. */
 int log_parse_level(const char *s, enum log_level *ret_level);
-/* json = one JSON object per line ({"level":..,"msg":..}), else plain text. */
+/* json = one JSON object per line, else plain text. */
 void log_set_json(bool json);
+/* Parses "text|json" and applies it; -EINVAL otherwise. */
+int log_parse_format(const char *s);
 /* Program name printed in front of text lines. */
 void log_set_ident(const char *ident);
+/* RFC 3339 timestamps in front of text lines (off by default: the hook's stderr is shown
+ * to users by the runtime; the daemon turns them on). JSON lines always carry "ts". */
+void log_set_timestamps(bool on);
 
-void log_msg(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
+/*
+ * Structured fields: LOG_FIELDS("device", name, "pci", pci, "reason", why) - string keys
+ * and values in pairs (checked at compile time), a NULL value leaves its field out. Keys
+ * are plain identifiers chosen by the caller; "ts", "level", "ident", "msg" and "errno"
+ * are the logger's own and are written as "_<key>" instead.
+ */
+struct log_fields {
+	const char *const *kv;
+	size_t n; /* number of strings: 2 x fields */
+};
+#define LOG_FIELDS(...)                                                                            \
+	((struct log_fields){                                                                      \
+	    .kv = (const char *const[]){__VA_ARGS__},                                              \
+	    .n = ELEMENTSOF(((const char *const[]){__VA_ARGS__})) +                                \
+		 0 * sizeof(struct {                                                               \
+			 _Static_assert(ELEMENTSOF(((const char *const[]){__VA_ARGS__})) % 2 == 0, \
+					"LOG_FIELDS takes key, value pairs");                      \
+			 int lf_pad;                                                               \
+		 })})
+#define LOG_NO_FIELDS ((struct log_fields){.kv = NULL, .n = 0})
+
+/* error != 0: ": <strerror(|error|)>" is appended unless the message already ends so. */
+void log_full(enum log_level level, int error, struct log_fields fields, const char *fmt, ...)
+    _printf_(4, 5);
+void log_fullv(enum log_level level, int error, struct log_fields fields, const char *fmt,
+	       va_list ap) _printf_(4, 0);
+
+#define log_msg(level, error, ...) log_full(level, error, LOG_NO_FIELDS, __VA_ARGS__)
+/* log_struct(LOG_LVL_WARNING, LOG_FIELDS("device", d, "reason", why), "%s unhealthy", d) */
+#define log_struct(level, fields, ...) log_full(level, 0, fields, __VA_ARGS__)
+/* The same with an error appended; evaluates to r. */
+#define log_struct_errno(level, r, fields, ...)                                                    \
+	({                                                                                         \
+		int _r = (r);                                                                      \
+		log_full(level, _r, fields, __VA_ARGS__);                                          \
+		_r;                                                                                \
+	})
+
 #define log_debug(...) log_msg(LOG_LVL_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LVL_INFO, 0, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_LVL_WARNING, 0, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_LVL_ERROR, 0, __VA_ARGS__)
 /* Logs with ": <strerror(-r)>" appended and evaluates to r (negative). */
-#define log_error_errno(r, ...)                                                                    \
-	({                                                                                         \
-		int _r = (r);                                                                      \
-		log_msg(LOG_LVL_ERROR, _r, __VA_ARGS__);                                           \
-		_r;                                                                                \
-	})
-#define log_warning_errno(r, ...)                                                                  \
-	({                                                                                         \
-		int _r = (r);                                                                      \
-		log_msg(LOG_LVL_WARNING, _r, __VA_ARGS__);                                         \
-		_r;                                                                                \
-	})
-#define log_debug_errno(r, ...)                                                                    \
-	({                                                                                         \
-		int _r = (r);                                                                      \
-		log_msg(LOG_LVL_DEBUG, _r, __VA_ARGS__);                                           \
-		_r;                                                                                \
-	})
+#define log_error_errno(r, ...) log_struct_errno(LOG_LVL_ERROR, r, LOG_NO_FIELDS, __VA_ARGS__)
+#define log_warning_errno(r, ...) log_struct_errno(LOG_LVL_WARNING, r, LOG_NO_FIELDS, __VA_ARGS__)
+#define log_debug_errno(r, ...) log_struct_errno(LOG_LVL_DEBUG, r, LOG_NO_FIELDS, __VA_ARGS__)
+
+/* ---- printing untrusted text (quote.c) --------------------------------------------- */
+
+/*
+ * Escapes s[0..len) for one line of output: \n \t \r, \xNN for other control bytes,
+ * DEL, C1 controls and bytes that are not UTF-8; with quote also \" and \\. Writes at
+ * most size-1 bytes plus a NUL (never a cut UTF-8 sequence) and returns the length the
+ * whole escaped text needs, as snprintf does.
+ */
+size_t text_escape(char *dst, size_t size, const char *s, size_t len, bool quote);
+/* True when s[0..len) is valid UTF-8 (controls included): safe to hand to a JSON writer. */
+bool text_is_utf8(const char *s, size_t len);
+/* True when s is empty or holds a space, quote, backslash or anything text_escape changes. */
+bool text_needs_quotes(const char *s, size_t len);
+/*
+ * s as it is when it needs no quotes, else "..." with text_escape(quote) inside: a file
+ * name from disk printed this way is one unambiguous token. malloc'd; NULL on OOM;
+ * NULL s gives "(null)".
+ */
+char *quote_untrusted(const char *s);
+char *quote_untrusted_len(const char *s, size_t len);
 
 /* ---- file reading ---------------------------------------------------------------- */
 

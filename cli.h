@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rdma-cdi command line's internal header: the command table's contract and the
+ * options several commands share (cmd-common.c). Not a library: these functions print.
+ *
+ * A command is `int cmd_NAME(int argc, char **argv)`: argv[0] is the command's name, the
+ * rest its arguments; it parses them with getopt_long (optind already reset), handles
+ * --help itself and returns the exit status below.
+ */
+#pragma once
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "discovery.h"
+#include "specs.h"
+
+enum {
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+	EXIT_NO_DEVICE = 3,
+	EXIT_LIST_PROBLEMS = 4,
+};
+
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help; /* one line for `rdma-cdi --help` */
+};
+
+int cmd_discover(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_bridge(int argc, char **argv);
+int cmd_doctor(int argc, char **argv); /* cmd-doctor.c */
+int cmd_config(int argc, char **argv); /* cmd-config.c */
+
+/* ---- options: one table per command ------------------------------------------- */
+
+/*
+ * A command's options are one table of struct cli_option: getopt_long's table and the
+ * --help page are both made from it, so they cannot disagree (and tests check the man
+ * page and the bash completion against --help). Values below CLI_OPT_COMMAND are the
+ * shared options cli_parse() handles itself into struct cli_common; a command's own start
+ * at CLI_OPT_COMMAND and go to its parser's option() callback.
+ */
+enum {
+	CLI_OPT_HELP = 'h',
+	CLI_OPT_LOG_LEVEL = 0x100,
+	CLI_OPT_LOG_FORMAT,
+	/* node: where the host is read from */
+	CLI_OPT_HOST_ROOT,
+	CLI_OPT_SYSFS_ROOT,
+	CLI_OPT_DEV_ROOT,
+	/* spec: what goes into it */
+	CLI_OPT_KIND,
+	CLI_OPT_WITH_MAD,
+	CLI_OPT_HOOK_PATH,
+	CLI_OPT_MEMLOCK,
+	CLI_OPT_SPEC_DIR,
+	CLI_OPT_CONFIG,
+	CLI_OPT_COMMAND = 0x200,
+};
+
+struct cli_option {
+	const char *name;
+	int has_arg;	  /* no_argument, required_argument */
+	int val;	  /* CLI_OPT_* or the command's own (>= CLI_OPT_COMMAND) */
+	const char *arg;  /* the value's name in --help, NULL for flags */
+	const char *help; /* one sentence; wrapped by --help */
+};
+
+/* The shared groups, to put into a command's table. */
+#define CLI_OPTIONS_NODE                                                                           \
+	{"host-root", required_argument, CLI_OPT_HOST_ROOT, "DIR",                                 \
+	 "read the host mounted at DIR (default /): sysfs at DIR/sys, device nodes under DIR; "    \
+	 "the spec still names the host's own paths (/dev/infiniband/...)"},                       \
+	    {"sysfs-root", required_argument, CLI_OPT_SYSFS_ROOT, "DIR",                           \
+	     "sysfs to read (default HOST-ROOT/sys)"},                                             \
+	{                                                                                          \
+		"dev-root", required_argument, CLI_OPT_DEV_ROOT, "DIR",                            \
+		    "the host's device directory, as the spec names it (default /dev; read under " \
+		    "HOST-ROOT)"                                                                   \
+	}
+#define CLI_OPTIONS_SPEC                                                                           \
+	{"kind", required_argument, CLI_OPT_KIND, "VENDOR/CLASS",                                  \
+	 "CDI kind (default " SPEC_DEFAULT_KIND ")"},                                              \
+	    {"with-mad", no_argument, CLI_OPT_WITH_MAD, NULL,                                      \
+	     "also give each HCA its umadN/issmN nodes"},                                          \
+	    {"hook-path", required_argument, CLI_OPT_HOOK_PATH, "PATH",                            \
+	     "the memlock hook the spec runs, a host path (default " RDMA_CDI_HOOK_PATH ")"},      \
+	{                                                                                          \
+		"memlock", required_argument, CLI_OPT_MEMLOCK, "unlimited|BYTES",                  \
+		    "RLIMIT_MEMLOCK the hook sets (K, M, G suffixes; default unlimited)"           \
+	}
+#define CLI_OPTIONS_GLOBAL                                                                         \
+	{"log-level", required_argument, CLI_OPT_LOG_LEVEL, "LEVEL",                               \
+	 "error, warning, info (default) or debug"},                                               \
+	    {"log-format", required_argument, CLI_OPT_LOG_FORMAT, "text|json",                     \
+	     "log line format (default text)"},                                                    \
+	{                                                                                          \
+		"help", no_argument, CLI_OPT_HELP, NULL, "show this help"                          \
+	}
+
+#define CLI_OPTION_CONFIG                                                                          \
+	{                                                                                          \
+		"config", required_argument, CLI_OPT_CONFIG, "FILE",                               \
+		    "the pools and settings file (default " CFG_DEFAULT_PATH                       \
+		    ", used when it exists); flags override it"                                    \
+	}
+
+#define CLI_MAX_SPEC_DIRS 8
+
+/* Everything the shared options set. Commands embed it; a new shared option goes here. */
+struct cli_common {
+	const char *host_root;	/* NULL = "/" */
+	const char *sysfs_root; /* NULL = HOST-ROOT/sys */
+	const char *dev_root;	/* host path, NULL = "/dev" */
+	struct spec_options spec;
+	const char *spec_dirs[CLI_MAX_SPEC_DIRS];
+	size_t n_spec_dirs;
+	const char *config_path; /* --config, NULL = CFG_DEFAULT_PATH if it exists */
+
+	/* Filled by cli_resolve_node(): what discovery reads. */
+	struct disc_options disc;
+	char *sysfs_buf, *dev_buf;
+};
+
+void cli_common_done(struct cli_common *c);
+
+struct cli_parser {
+	const char *name;		  /* "generate" */
+	const char *synopsis;		  /* after "rdma-cdi NAME ": "[OPTIONS]" */
+	const char *description;	  /* what the command does, one paragraph */
+	const struct cli_option *options; /* ends with {} */
+	const char *footer;		  /* printed after the options (exit status), or NULL */
+	unsigned max_args;		  /* positional arguments allowed */
+	/* The command's own options: 0, or EXIT_USAGE after cli_usage_error(). */
+	int (*option)(void *ctx, int opt, const char *arg);
+};
+
+#define CLI_CONTINUE (-1)
+
+/*
+ * Parses argv (argv[0] = the command's name) with p's table: shared options into c, the
+ * command's own through p->option(ctx). Returns CLI_CONTINUE with *ret_optind at the
+ * first positional argument, or an exit status to return at once: 0 after --help,
+ * EXIT_USAGE after printing why and the hint to --help.
+ */
+int cli_parse(const struct cli_parser *p, void *ctx, struct cli_common *c, int argc, char **argv,
+	      int *ret_optind);
+
+void cli_print_help(const struct cli_parser *p, FILE *f);
+
+/* Usage error: prints "CMD: MESSAGE" and the hint to CMD's --help; returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) _printf_(2, 3);
+
+/*
+ * Resolves --host-root/--sysfs-root/--dev-root into c->disc (where discovery reads) and
+ * c->spec.dev_root (what the spec says): 0, or EXIT_USAGE / EXIT_FAIL after printing.
+ */
+int cli_resolve_node(struct cli_common *c, const char *cmd);
+
+/* A host path (the hook, /dev/...) as this process sees it: under --host-root. malloc'd. */
+char *cli_host_path(const struct cli_common *c, const char *path);
+
+/* The sysfs root in use, for messages. */
+const char *cli_sysfs_root(const struct cli_common *c);
+
+/*
+ * Scans the node the options name and prints discovery's problems as warnings. On a
+ * failure the message names the cause and the fix (did you mean DIR/sys?, run as root).
+ * 0, or EXIT_FAIL.
+ */
+int cli_scan(const struct cli_common *c, struct disc_node **ret_node);
+
+/* Prints why a node has no usable RDMA device and what to do about it (which modules to
+ * load, run as root, the right --sysfs-root), at level. */
+void cli_explain_no_device(const struct cli_common *c, const struct disc_node *node,
+			   enum log_level level);
+
+/* Prints a JSON tree on stdout; 0 or EXIT_FAIL. */
+struct cJSON;
+int cli_print_json(const struct cJSON *j);
