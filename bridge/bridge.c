@@ -128,11 +128,12 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 
 			for (size_t d = 0; d < node->n_devices; d++)
 				n += include[d] && disc_device_usable(&node->devices[d]);
-			log_error("%s: %zu HCAs x %u shared slots = %zu device IDs exceeds %d: the "
-				  "kubelet drops a ListAndWatch message over 4 MiB; lower --shared or "
-				  "sharedSlots, or split the pool. Its device list stays as it was",
-				  p->resource, n, p->shared, dp_list_ids_needed(n, p->shared),
-				  DP_LIST_IDS_MAX);
+			log_error(
+			    "%s: %zu HCAs x %u shared slots = %zu device IDs exceeds %d: the "
+			    "kubelet drops a ListAndWatch message over 4 MiB; lower --shared or "
+			    "sharedSlots, or split the pool. Its device list stays as it was",
+			    p->resource, n, p->shared, dp_list_ids_needed(n, p->shared),
+			    DP_LIST_IDS_MAX);
 			continue;
 		}
 		if (r < 0) {
@@ -282,22 +283,7 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 static void log_change(void *userdata, enum disc_change what, const struct disc_device *d,
 		       const char *reason)
 {
-	const char *pci = d->pci[0] ? d->pci : "no PCI address";
-
-	switch (what) {
-	case DISC_ADDED:
-		log_info("%s (%s): added, %s", d->name, pci, reason);
-		break;
-	case DISC_REMOVED:
-		log_info("%s (%s): removed: %s", d->name, pci, reason);
-		break;
-	case DISC_UNHEALTHY:
-		log_warning("%s (%s): Unhealthy: %s", d->name, pci, reason);
-		break;
-	case DISC_HEALTHY:
-		log_info("%s (%s): Healthy again", d->name, pci);
-		break;
-	}
+	disc_log_change(what, d, reason);
 }
 
 static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,

@@ -479,3 +479,24 @@ void disc_node_changes(const struct disc_node *old, const struct disc_node *new,
 			fn(userdata, healthy ? DISC_HEALTHY : DISC_UNHEALTHY, d, why);
 	}
 }
+
+void disc_log_change(enum disc_change what, const struct disc_device *d, const char *reason)
+{
+	static const char *const what_name[] = {
+	    [DISC_ADDED] = "added",
+	    [DISC_REMOVED] = "removed",
+	    [DISC_UNHEALTHY] = "unhealthy",
+	    [DISC_HEALTHY] = "healthy",
+	};
+	const char *pci = d->pci[0] ? d->pci : "no PCI address";
+
+	log_struct(what == DISC_UNHEALTHY ? LOG_LVL_WARNING : LOG_LVL_INFO,
+		   LOG_FIELDS("device", d->name, "pci", d->pci[0] ? d->pci : NULL, "change",
+			      what_name[what], "reason", what == DISC_HEALTHY ? NULL : reason),
+		   "%s (%s): %s%s%s", d->name, pci,
+		   what == DISC_ADDED	  ? "added"
+		   : what == DISC_REMOVED ? "removed"
+		   : what == DISC_HEALTHY ? "Healthy again"
+					  : "Unhealthy",
+		   what == DISC_HEALTHY ? "" : ": ", what == DISC_HEALTHY ? "" : reason);
+}

@@ -77,3 +77,6 @@ typedef void (*disc_change_fn)(void *userdata, enum disc_change what, const stru
 			       const char *reason);
 void disc_node_changes(const struct disc_node *old, const struct disc_node *new, disc_change_fn fn,
 		       void *userdata);
+/* The log line of one change: "mlx5_2 (0000:3b:00.0): Unhealthy: port 1 DOWN", with the
+ * fields device, pci, change and reason (--log-format json). A disc_change_fn's body. */
+void disc_log_change(enum disc_change what, const struct disc_device *dev, const char *reason);

@@ -150,16 +150,7 @@ static void on_retry_write(void *userdata)
 static void log_change(void *userdata, enum disc_change what, const struct disc_device *d,
 		       const char *reason)
 {
-	const char *pci = d->pci[0] ? d->pci : "no PCI address";
-
-	if (what == DISC_UNHEALTHY)
-		log_warning("%s (%s): unhealthy: %s", d->name, pci, reason);
-	else
-		log_info("%s (%s): %s%s%s", d->name, pci,
-			 what == DISC_ADDED	? "added"
-			 : what == DISC_REMOVED ? "removed"
-						: "healthy again",
-			 what == DISC_HEALTHY ? "" : ": ", what == DISC_HEALTHY ? "" : reason);
+	disc_log_change(what, d, reason);
 }
 
 static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,

@@ -782,18 +782,34 @@ def sc_hotplug(c):
 
 
 def sc_port_flap(c):
-    """A port DOWN turns the HCA Unhealthy, ACTIVE again turns it Healthy; both logged."""
+    """A port DOWN turns the HCA Unhealthy, ACTIVE again turns it Healthy; both logged, with
+    structured fields for machines (--log-format json)."""
     tap = c.tap
-    b, stream, lst = c.up(["--rescan-interval", "1"])
+    b, stream, lst = c.up(["--rescan-interval", "1", "--log-format", "json"])
+
+    def change(kind):
+        for line in b.log_text().splitlines():
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            if j.get("change") == kind and j.get("device") == "mlx5_2":
+                return j
+        return None
+
     set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
     lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Unhealthy", 3)
     tap.ok(lst is not None, "port 1 DOWN: Unhealthy within one rescan interval", c.log())
     tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Unhealthy: port 1 DOWN"),
            "logged with device, PCI address and reason", b.log_text())
+    j = change("unhealthy")
+    tap.ok(j and j["pci"] == "0000:3b:00.0" and j["reason"] == "port 1 DOWN" and
+           j["level"] == "warning", "as JSON fields device, pci, change, reason", j)
     set_port_state(c.sysfs, "mlx5_2", "4: ACTIVE")
     lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Healthy", 3)
     tap.ok(lst is not None, "ACTIVE again: Healthy again (recovery)", c.log())
-    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Healthy again"), "recovery logged")
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Healthy again") and change("healthy"),
+           "recovery logged")
 
 
 def sc_spec_blocked(c):

@@ -96,11 +96,11 @@ def run(args, work):
     state = os.path.join(sysfs, "class", "infiniband", "mlx5_2", "ports", "1", "state")
     with open(state, "w") as f:
         f.write("1: DOWN\n")
-    tap.ok(wait(lambda: "mlx5_2 (0000:3b:00.0): unhealthy: port 1 DOWN" in text(), 3),
+    tap.ok(wait(lambda: "mlx5_2 (0000:3b:00.0): Unhealthy: port 1 DOWN" in text(), 3),
            "port DOWN is logged with device, PCI address and reason", text())
     with open(state, "w") as f:
         f.write("4: ACTIVE\n")
-    tap.ok(wait(lambda: "mlx5_2 (0000:3b:00.0): healthy again" in text(), 3),
+    tap.ok(wait(lambda: "mlx5_2 (0000:3b:00.0): Healthy again" in text(), 3),
            "and its recovery", text())
 
     # A renamed HCA (rdma dev set mlx5_2 name mlx5_20): the kernel renames its device
