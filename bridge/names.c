@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bridge-internal.h"
+#include "config.h"
 
 static const struct {
 	const char *name;
@@ -43,72 +44,14 @@ int bridge_parse_strategies(const char *s, unsigned *ret_mask)
 	return 0;
 }
 
-static bool is_lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
 static bool is_alnum(char c)
 {
 	return isascii((unsigned char)c) && isalnum((unsigned char)c);
 }
 
-/* DNS-1123 subdomain: dot-separated labels of [a-z0-9-], each alphanumeric at both ends. */
-static bool dns_subdomain_is_valid(const char *s, size_t len)
-{
-	if (len == 0 || len > 253)
-		return false;
-	for (size_t i = 0; i < len;) {
-		size_t l = 0;
-
-		while (i + l < len && s[i + l] != '.')
-			l++;
-		if (l == 0 || !is_lower_alnum(s[i]) || !is_lower_alnum(s[i + l - 1]))
-			return false;
-		for (size_t k = i; k < i + l; k++)
-			if (!is_lower_alnum(s[k]) && s[k] != '-')
-				return false;
-		i += l;
-		if (i < len && ++i == len)
-			return false; /* trailing dot */
-	}
-	return true;
-}
-
-/* Name part of a qualified name: <= 63 of [A-Za-z0-9_.-], alphanumeric at both ends. */
-static bool qualified_name_part_is_valid(const char *s)
-{
-	size_t len = strlen(s);
-
-	if (len == 0 || len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
-}
-
 bool bridge_resource_name_is_valid(const char *name)
 {
-	static const char requests[] = "requests.";
-	const char *slash;
-
-	if (!name)
-		return false;
-	/* Native resources: no domain, or the kubernetes.io namespace. */
-	slash = strchr(name, '/');
-	if (!slash || strstr(name, "kubernetes.io/"))
-		return false;
-	if (strncmp(name, requests, sizeof(requests) - 1) == 0)
-		return false;
-	if (strchr(slash + 1, '/'))
-		return false;
-	/* The kubelet validates "requests." + name as a qualified name (for quota), so
-	 * the domain gets 253 - 9 characters. */
-	if ((size_t)(slash - name) + sizeof(requests) - 1 > 253)
-		return false;
-	return dns_subdomain_is_valid(name, (size_t)(slash - name)) &&
-	       qualified_name_part_is_valid(slash + 1);
+	return name && !cfg_resource_name_problem(name);
 }
 
 void dp_annotation_suffix(char *const *ids, size_t n_ids,

@@ -14,9 +14,6 @@
 /* YAML nodes in one file: far more than any real config, bounds the parse tree. */
 #define CFG_NODES_MAX 100000
 
-/* The reason name is not a kubelet extended resource name, or NULL when it is one. The
- * rule of the kubelet's IsExtendedResourceName, as bridge_resource_name_is_valid(). */
-const char *cfg_resource_name_problem(const char *name);
 
 /* Copies s (len bytes) into buf as a double-quoted, escaped string for one-line
  * messages, shortened with "..." past 64 characters. Returns buf. */

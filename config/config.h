@@ -183,5 +183,12 @@ DEFINE_CLEANUP_FUNC(struct cfg_assignment, cfg_assignment_free)
 int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, char *err,
 	       size_t errlen);
 
+/*
+ * The reason name is not a kubelet extended resource name ("domain/name" by the
+ * kubelet's IsExtendedResourceName), or NULL when it is one. The one copy of the rule:
+ * the bridge's --resource uses it too.
+ */
+const char *cfg_resource_name_problem(const char *name);
+
 /* "exclusive" / "shared". */
 const char *cfg_mode_to_string(enum cfg_mode m);

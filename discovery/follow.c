@@ -325,16 +325,21 @@ static void on_dev_event(void *userdata, uint32_t mask, const char *name)
 		watch_ib_dir(f);
 }
 
+static int add_ib_watch(struct disc_follow *f)
+{
+	return fswatch_add(f->fw, f->ib_dir,
+			   IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
+			       IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
+			   on_ib_event, f);
+}
+
 /* Watches <dev-root>/infiniband, or <dev-root> until it appears. */
 static void watch_ib_dir(struct disc_follow *f)
 {
 	const char *dev = f->cfg.disc.dev_root ? f->cfg.disc.dev_root : "/dev";
 	int r;
 
-	r = fswatch_add(f->fw, f->ib_dir,
-			IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
-			    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
-			on_ib_event, f);
+	r = add_ib_watch(f);
 	if (r > 0) {
 		f->ib_watch = r;
 		if (f->dev_watch > 0) {
@@ -359,10 +364,7 @@ static void watch_ib_dir(struct disc_follow *f)
 	}
 	f->dev_watch = r;
 	/* It may have appeared between the two calls. */
-	r = fswatch_add(f->fw, f->ib_dir,
-			IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
-			    IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR,
-			on_ib_event, f);
+	r = add_ib_watch(f);
 	if (r > 0) {
 		f->ib_watch = r;
 		fswatch_remove(f->fw, f->dev_watch);
