@@ -662,7 +662,8 @@ def sc_register_refused(c):
 
 def sc_valgrind(c):
     """The daemon under valgrind through a busy life: every call, bad requests, a kubelet
-    restart, SIGHUP, dropped streams, SIGTERM. Exit 0 means no error and no leak."""
+    restart, SIGHUP, dropped streams, hotplug, periodic refreshes, config reloads (a pool
+    added, an invalid file, a pool removed), SIGTERM. Exit 0 means no error and no leak."""
     tap = c.tap
     k = c.start_kubelet()
     pb = k.pb
@@ -670,7 +671,9 @@ def sc_valgrind(c):
     # process-lifetime static that valgrind sees only through interior pointers.
     vg = ["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
           "--error-exitcode=99", "--track-fds=no", "--quiet"]
-    b = c.bridge(prefix=vg)
+    cm = ConfigMap(os.path.join(c.work, "cm"),
+                   "pools:\n  - resourceName: rdma.example/hca\n")
+    b = c.bridge(["--config", cm.path, "--rescan-interval", "1"], prefix=vg)
     c.registered(timeout=60)
     c.first_list(timeout=30)
     stub = k.plugin_stub()
@@ -698,10 +701,29 @@ def sc_valgrind(c):
     k.restart()
     tap.ok(k.wait_registrations(1, 30) is not None, "kubelet restart under valgrind")
     tap.ok(k.latest_stream().wait(timeout=30) is not None, "new stream under valgrind")
+    s = k.latest_stream()
+    hca = Hca(c, "mlx5_3", "uverbs3")
+    hca.unplug()
+    tap.ok(s.wait(lambda ls: "0000:3c:00.0" not in by_id(ls[-1]), 30) is not None,
+           "hot-unplug under valgrind")
+    hca.replug()
+    tap.ok(s.wait(lambda ls: "0000:3c:00.0" in by_id(ls[-1]), 30) is not None,
+           "re-plug under valgrind")
+    time.sleep(2.5)  # periodic refreshes
+    cm.update(POOLS_IB_ROCE)
+    tap.ok(k.wait_resource("rdma.example/roce", 30) is not None,
+           "config reload adding pools under valgrind", b.log_text())
+    cm.update("pools: [ {resourceName: rdma.example/ib, mode: sideways} ]\n")
+    tap.ok(b.wait_log("rejected, the previous config stays in force", timeout=30),
+           "an invalid config under valgrind")
+    cm.update(POOLS_ROCE)
+    tap.ok(b.wait_log("1 pool(s), 0 added, 1 kept, 1 removed", timeout=30),
+           "a reload removing pools under valgrind", b.log_text())
     b.signal(signal.SIGTERM)
     rc = b.wait(120)
     tap.ok(rc == 0, "SIGTERM: exit 0, no valgrind error or leak (rc %s)" % rc, b.log_text())
-    tap.ok(not os.path.lexists(b.socket()), "socket removed")
+    tap.ok(not [f for f in os.listdir(c.plugin_dir) if f.startswith("rdma-cdi")],
+           "every socket of ours removed", os.listdir(c.plugin_dir))
 
 
 # ---- hotplug, health, failures (the Sysfs Watcher) -----------------------------------
