@@ -305,6 +305,8 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 		else
 			log_debug("%s", node->problems[i]);
 	}
+	if (prev && reason != DISC_FOLLOW_REQUEST && disc_node_equal(prev, node))
+		return; /* the steady state of a periodic rescan: nothing to build or send */
 	if (prev)
 		disc_node_changes(prev, node, log_change, b);
 	apply(b, node, reason == DISC_FOLLOW_REQUEST);

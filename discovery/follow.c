@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 #include "follow.h"
@@ -17,6 +18,10 @@
 #define SCANS_STUCK_MAX 4
 
 #define FULL_EVERY 12 /* every 12th periodic scan is a full one (what a refresh cannot see) */
+/* The periodic rescan may take at most 1/CPU_SHARE_INV of a core: on a node where one
+ * costs more than interval/1000, its period stretches (up to STRETCH_MAX_USEC). */
+#define CPU_SHARE_INV 1000
+#define STRETCH_MAX_USEC (120 * 1000000ULL)
 
 static atomic_uint scans_stuck;
 
@@ -61,6 +66,7 @@ struct scan_job {
 	struct node_ref *old; /* set: try a cheap refresh of it first */
 	struct disc_node *node;
 	int error;
+	uint64_t cpu_usec; /* the worker's CPU time for this job */
 	atomic_bool cancel;
 	bool scan_custom; /* a test's scan: no refresh */
 	bool orphaned;	  /* under lock */
@@ -80,6 +86,8 @@ struct disc_follow {
 	enum disc_follow_reason pending_reason;
 	struct node_ref *cur;
 	unsigned periodic_count;
+	uint64_t period_usec; /* the periodic rescan's period now (>= the configured one) */
+	uint64_t cost_usec;   /* moving average of a periodic rescan's CPU time */
 	bool stuck_logged;
 };
 
@@ -94,6 +102,31 @@ static void job_free(struct scan_job *j)
 }
 
 static void start_scan(struct disc_follow *f, enum disc_follow_reason reason);
+
+/* Keeps the periodic rescan under 1/CPU_SHARE_INV of a core, whatever the node's size. */
+static void adapt_period(struct disc_follow *f, uint64_t cpu_usec)
+{
+	uint64_t base = (uint64_t)f->cfg.interval_sec * 1000000, want = base;
+
+	if (base == 0)
+		return;
+	/* An average: the full scan every FULL_EVERY-th time costs more than a refresh. */
+	f->cost_usec = f->cost_usec ? (f->cost_usec * 7 + cpu_usec) / 8 : cpu_usec;
+	cpu_usec = f->cost_usec;
+	if (cpu_usec * CPU_SHARE_INV > want)
+		want = cpu_usec * CPU_SHARE_INV;
+	if (want > STRETCH_MAX_USEC)
+		want = STRETCH_MAX_USEC > base ? STRETCH_MAX_USEC : base;
+	/* Only a real change is worth a log line: beyond 25 % either way. */
+	if (want * 4 > f->period_usec * 5 || want * 5 < f->period_usec * 4) {
+		if (want != base || f->period_usec != base)
+			log_info("a periodic rescan costs %.1f ms of CPU here: running it every "
+				 "%.0f s (--rescan-interval %d) to stay under %.1f %% of a core",
+				 cpu_usec / 1000.0, want / 1e6, f->cfg.interval_sec,
+				 100.0 / CPU_SHARE_INV);
+		f->period_usec = want;
+	}
+}
 
 static void job_done(void *userdata)
 {
@@ -113,6 +146,8 @@ static void job_done(void *userdata)
 	f = j->f;
 	f->job = NULL;
 	f->deadline = sd_event_source_disable_unref(f->deadline);
+	if (j->reason == DISC_FOLLOW_PERIODIC)
+		adapt_period(f, j->cpu_usec);
 	next = j->error >= 0 ? node_ref_new(j->node) : NULL;
 	if (next)
 		j->node = NULL;
@@ -147,6 +182,12 @@ static void *scan_thread(void *arg)
 		j->error = disc_refresh(&o, j->old->node, &j->node, &need_full);
 	if (need_full)
 		j->error = j->scan(&o, &j->node);
+	{
+		struct timespec ts;
+
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+			j->cpu_usec = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	}
 	pthread_mutex_lock(&j->lock);
 	orphaned = j->orphaned;
 	/* Posted under the lock: once the follower orphans a job, no post follows. */
@@ -377,7 +418,7 @@ static int on_periodic(sd_event_source *s, uint64_t usec, void *userdata)
 	struct disc_follow *f = userdata;
 	int r;
 
-	r = sd_event_source_set_time_relative(s, (uint64_t)f->cfg.interval_sec * 1000000);
+	r = sd_event_source_set_time_relative(s, f->period_usec);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	if (r < 0)
@@ -405,6 +446,7 @@ int disc_follow_new(sd_event *loop, struct mailbox *mb, struct fswatch *fw,
 		return -ENOMEM;
 	}
 	watch_ib_dir(f);
+	f->period_usec = (uint64_t)cfg->interval_sec * 1000000;
 	if (cfg->interval_sec > 0) {
 		r = sd_event_add_time_relative(loop, &f->periodic, CLOCK_MONOTONIC,
 					       (uint64_t)cfg->interval_sec * 1000000, 100000,

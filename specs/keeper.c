@@ -168,6 +168,8 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 	for (size_t i = 0; i < node->n_problems; i++)
 		if (reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST)
 			log_warning("%s", node->problems[i]);
+	if (prev && reason != DISC_FOLLOW_REQUEST && disc_node_equal(prev, node))
+		return; /* the steady state of a periodic rescan: nothing to build or send */
 	if (prev)
 		disc_node_changes(prev, node, log_change, w);
 	write_current(w, node);
