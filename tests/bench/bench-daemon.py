@@ -94,7 +94,7 @@ def bench_idle(args, profile, fixture=()):
     work = tempfile.mkdtemp(prefix="rdma-cdi-bench-")
     try:
         _, _, k, b, _ = up(args, work, profile, fixture=fixture)
-        time.sleep(2)  # settle: first periodic rescan done
+        time.sleep(8)  # settle: the first periodic rescan (and its period adaptation) done
         c0, t0 = cpu_seconds(b.proc.pid), time.monotonic()
         time.sleep(args.idle)
         c1, t1 = cpu_seconds(b.proc.pid), time.monotonic()
