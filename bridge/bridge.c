@@ -49,6 +49,7 @@ struct bridge {
 	struct disc_follow *follow;
 	char *plugin_dir;
 	int dir_watch;
+	sd_event_source *dir_poll;
 	struct pool *pools;
 	size_t n_pools;
 	/* The config in force and what it makes of the flags. */
@@ -322,6 +323,41 @@ static bool is_our_socket(struct bridge *b, const char *name)
 	return false;
 }
 
+static void on_plugin_dir(void *userdata, uint32_t mask, const char *name);
+
+static int watch_plugin_dir(struct bridge *b)
+{
+	int r = fswatch_add(b->fw, b->plugin_dir,
+			    IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
+				IN_MOVE_SELF | IN_ONLYDIR,
+			    on_plugin_dir, b);
+
+	if (r > 0)
+		b->dir_watch = r;
+	return r;
+}
+
+/* The plugin dir is gone (a kubelet reinstall, an operator): look for it twice a second,
+ * which only happens in this state; once it is back, serve again and register. */
+static int on_dir_poll(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct bridge *b = userdata;
+	struct stat st;
+
+	if (b->stopping || stat(b->plugin_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    watch_plugin_dir(b) < 0) {
+		if (sd_event_source_set_time_relative(s, 500000) < 0 ||
+		    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0)
+			log_error("re-arming the plugin dir poll failed");
+		return 0;
+	}
+	b->dir_poll = sd_event_source_disable_unref(b->dir_poll);
+	log_info("plugin directory %s is back: serving again", b->plugin_dir);
+	for (size_t i = 0; i < b->n_pools; i++)
+		dp_plugin_reconcile(b->pools[i].plugin, true);
+	return 0;
+}
+
 static void on_plugin_dir(void *userdata, uint32_t mask, const char *name)
 {
 	struct bridge *b = userdata;
@@ -329,10 +365,21 @@ static void on_plugin_dir(void *userdata, uint32_t mask, const char *name)
 
 	if (b->stopping)
 		return;
-	if (mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED)) {
-		log_error("plugin directory %s went away: exiting so the supervisor restarts us",
-			  b->plugin_dir);
-		begin_stop(b, -ENOENT);
+	if (mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT))
+		return; /* IN_IGNORED follows */
+	if (mask & IN_IGNORED) {
+		log_warning("plugin directory %s went away: waiting for it to come back",
+			    b->plugin_dir);
+		fswatch_remove(b->fw, b->dir_watch);
+		b->dir_watch = 0;
+		if (!b->dir_poll &&
+		    sd_event_add_time_relative(b->loop, &b->dir_poll, CLOCK_MONOTONIC, 500000,
+					       100000, on_dir_poll, b) < 0) {
+			log_error("plugin directory %s went away and cannot be waited for: "
+				  "exiting so the supervisor restarts us",
+				  b->plugin_dir);
+			begin_stop(b, -ENOENT);
+		}
 		return;
 	}
 	if (mask & IN_Q_OVERFLOW)
@@ -763,13 +810,9 @@ static int setup(struct bridge *b)
 	if (r < 0)
 		return log_error_errno(r, "out of memory");
 	/* Watch before looking at kubelet.sock, so its creation cannot slip between. */
-	r = fswatch_add(b->fw, b->plugin_dir,
-			IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
-			    IN_MOVE_SELF | IN_ONLYDIR,
-			on_plugin_dir, b);
+	r = watch_plugin_dir(b);
 	if (r < 0)
 		return log_error_errno(r, "cannot watch %s", b->plugin_dir);
-	b->dir_watch = r;
 	r = disc_follow_new(b->loop, b->mb, b->fw,
 			    &(struct disc_follow_config){
 				.disc = o->disc,
@@ -817,6 +860,7 @@ static void teardown(struct bridge *b)
 	mailbox_free(b->mb);
 	spec_keeper_free(b->keeper);
 	sd_event_source_disable_unref(b->stop_tick);
+	sd_event_source_disable_unref(b->dir_poll);
 	sd_event_unref(b->loop);
 	cJSON_Delete(b->spec_on_disk);
 	cfg_free(b->cfg);

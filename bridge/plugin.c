@@ -55,6 +55,7 @@ struct dp_plugin {
 	void (*failed)(void *userdata, struct dp_plugin *p, int error);
 	void *userdata;
 	struct gc_server *srv;
+	bool started;	   /* dp_plugin_start() ran: from then on it is kept served */
 	bool stopping_old; /* an old instance is shutting down; serve again when it is gone */
 	bool freeing;
 	pthread_mutex_t lock;
@@ -515,14 +516,16 @@ static int serve(struct dp_plugin *p)
 	return 0;
 }
 
-static void on_old_stopped(void *userdata)
+/* Serves again after the old instance went; a plugin dir that is gone for now is waited
+ * for (the daemon reconciles once it is back), anything else is the daemon's to judge. */
+static void serve_again(struct dp_plugin *p)
 {
-	struct dp_plugin *p = userdata;
+	struct stat st;
 	int r;
 
-	p->stopping_old = false;
-	if (p->freeing) {
-		plugin_release(p);
+	if (stat(p->plugin_dir, &st) < 0 && errno == ENOENT) {
+		log_info("%s: %s does not exist: serving once it is back", p->resource,
+			 p->plugin_dir);
 		return;
 	}
 	r = serve(p);
@@ -534,11 +537,27 @@ static void on_old_stopped(void *userdata)
 	try_register(p, true);
 }
 
+static void on_old_stopped(void *userdata)
+{
+	struct dp_plugin *p = userdata;
+
+	p->stopping_old = false;
+	if (p->freeing) {
+		plugin_release(p);
+		return;
+	}
+	serve_again(p);
+}
+
 void dp_plugin_reconcile(struct dp_plugin *p, bool kubelet_event)
 {
-	if (p->stopping_old)
-		return; /* serving again is under way */
-	if (p->srv && !gc_server_socket_is_current(p->srv)) {
+	if (p->stopping_old || !p->started)
+		return; /* serving again is under way, or not yet served at all */
+	if (!p->srv) {
+		serve_again(p); /* the plugin dir was gone and may be back */
+		return;
+	}
+	if (!gc_server_socket_is_current(p->srv)) {
 		log_info("%s was removed (kubelet restart?): serving again", p->socket_path);
 		p->registered = false;
 		if (p->reg) {
@@ -560,6 +579,7 @@ int dp_plugin_start(struct dp_plugin *p)
 {
 	int r = serve(p);
 
+	p->started = true;
 	if (r < 0)
 		return r;
 	try_register(p, true);
