@@ -81,6 +81,7 @@ mkdir "$dir/root.new"
 : >"$dir/root.new/VERSIONS"
 for deb in "$apt_dir/debs/"*.deb; do
 	dpkg-deb -x "$deb" "$dir/root.new"
+	# shellcheck disable=SC2016 # dpkg-deb's own ${field} syntax
 	dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb" >>"$dir/root.new/VERSIONS"
 done
 complete "$dir/root.new" || {
