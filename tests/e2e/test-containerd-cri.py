@@ -616,14 +616,21 @@ def inner(a):
         if not os.path.islink(d) and os.path.isdir(d):
             must(["mount", "-t", "tmpfs", "-o", "mode=0755,size=64m", "rdma-cdi-cri", d])
     cleanups = []
+    crashed = None
     try:
         inner_in(a, res, work, cleanups)
+    except Exception:
+        crashed = traceback.format_exc()
     finally:
         for c in reversed(cleanups):
             try:
                 c()
             except Exception as e:
                 res.note("cleanup: %s" % e)
+    # Only a run that got to its end counts as complete: the checks it never reached fail.
+    if crashed:
+        res.ok(False, "the test ran to its end", crashed)
+        return 1
     res.done()
     return 0
 
