@@ -10,6 +10,10 @@
   `# rdma-cdi config`), which `rdma-cdi config check` must accept on a fixture node, or a
   Kubernetes object (apiVersion and kind), whose ConfigMap `config.yaml`, if any, is
   checked the same way; ```json and ```toml blocks parse;
+- every log line they quote (an inline code span with three plain words in a row that is
+  not a command) is made of the string literals of a format in the C sources, its
+  conversions holding example values or other formats (`...` elides); messages of other
+  programs are listed in FOREIGN_MESSAGES;
 - every relative link (and #anchor) resolves, and README.md links to docs/guides/.
 
 Environment (set by meson): RDMA_CDI, RDMA_CDI_HOOK, RDMA_CDI_NODE, SOURCE_ROOT, DATA_DIR.
@@ -48,6 +52,12 @@ FOREIGN = {
 COMMAND_WORD = re.compile(r"(?:^|(?<=[\s(`\"'/]))(rdma-cdi-hook|rdma-cdi-node|rdma-cdi|"
                           + "|".join(FOREIGN) + r")(?=\s|$)")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+# Spans starting with these are commands, not log lines.
+COMMANDS = ("rdma-cdi", "rdma", "kubectl", "systemctl", "journalctl", "podman", "docker",
+            "modprobe", "mkdir", "printf")
+# Messages of the runtimes quoted in the guides: not rdma-cdi's, so not in its sources.
+FOREIGN_MESSAGES = ("unresolvable CDI devices",)
 
 tap = Tap()
 
@@ -355,6 +365,213 @@ def check_link_harness():
            "\n".join(bad))
 
 
+# ---- quoted log lines ------------------------------------------------------------------
+
+CONVERSION = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?"
+                        r"[diouxXeEfgGcsp]")
+
+
+def c_strings(text):
+    """The string literals of a C file, adjacent ones joined, comments skipped."""
+    out, cur, i, n, last_end = [], None, 0, len(text), -1
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i = n if i < 0 else i + 2
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif c == "'":
+            m = re.match(r"'(?:[^'\\]|\\.)*'", text[i:])
+            i += len(m.group(0)) if m else 1
+        elif c == '"':
+            m = re.match(r'"((?:[^"\\\n]|\\.)*)"', text[i:])
+            if not m:
+                i += 1
+                continue
+            lit = re.sub(r"\\(.)", lambda e: {"n": "\n", "t": "\t"}.get(e.group(1), e.group(1)),
+                         m.group(1))
+            if cur is not None and text[last_end:i].strip() == "":
+                cur += lit
+            else:
+                if cur is not None:
+                    out.append(cur)
+                cur = lit
+            i += len(m.group(0))
+            last_end = i
+        else:
+            i += 1
+    if cur is not None:
+        out.append(cur)
+    return out
+
+
+def source_formats():
+    """Every format string of the sources with a word in it, as its literal pieces."""
+    formats = []
+    for root, dirs, files in os.walk(SOURCE_ROOT):
+        dirs[:] = [d for d in dirs if d not in ("tests", ".git") and not d.startswith("build")]
+        for f in files:
+            if f.endswith(".c"):
+                with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+                    for lit in c_strings(fh.read()):
+                        pieces = [p.replace("%%", "%") for p in CONVERSION.split(lit)]
+                        if re.search(r"[A-Za-z]{3}", lit):
+                            formats.append(pieces)
+    return formats
+
+
+def plain_run(text):
+    """The longest run of plain words (letters only, punctuation around them stripped)."""
+    best = run_ = 0
+    for t in text.split():
+        t = re.sub(r"^[(\[\"']+|[)\]\"':;,.?]+$", "", t)
+        run_ = run_ + 1 if re.fullmatch(r"[A-Za-z]+", t) else 0
+        best = max(best, run_)
+    return best
+
+
+def partial(lit, suffix):
+    """Regex of the non-empty suffixes (prefixes) of lit cut at a word boundary."""
+    cuts = [p for p in range(len(lit) + 1)
+            if p in (0, len(lit)) or not (lit[p - 1].isalnum() and lit[p].isalnum())]
+    parts = {lit[p:] for p in cuts} if suffix else {lit[:p] for p in cuts}
+    parts.discard("")
+    return "(?:%s)" % "|".join(re.escape(x) for x in sorted(parts, key=len, reverse=True))
+
+
+FORMATS = None
+ALL_LITERALS = ""
+WHOLE_LITERALS = set()
+PATTERN_CACHE = {}
+
+
+def formats():
+    global FORMATS, ALL_LITERALS
+    if FORMATS is None:
+        FORMATS = source_formats()
+        ALL_LITERALS = "\0".join(p for f in FORMATS for p in f)
+        WHOLE_LITERALS.update(p.strip(" \t\n:;,.") for f in FORMATS for p in f)
+    return FORMATS
+
+
+def format_patterns(fi, i, j):
+    """Regexes for the literals i..j of format fi: the first and last possibly cut at a
+    word boundary, or whole with text (captured) before or after: a conversion's value, or
+    what the program printed next to it."""
+    key = (fi, i, j)
+    if key not in PATTERN_CACHE:
+        pieces = FORMATS[fi]
+        lits = pieces[i:j + 1]
+        if i == j:
+            lit = re.escape(lits[0])
+            PATTERN_CACHE[key] = [re.compile(x, re.S) for x in (
+                "(.+?)" + lit, lit + "(.+?)", "(.+?)" + lit + "(.+?)",
+                "(.+?)" + partial(lits[0], False), partial(lits[0], True) + "(.+?)")]
+            return PATTERN_CACHE[key]
+        mids = "".join("(.+?)" + re.escape(x) for x in lits[1:-1]) + "(.+?)"
+        leads = [partial(lits[0], True), "(.+?)" + re.escape(lits[0])] if lits[0] else [""]
+        trails = [partial(lits[-1], False), re.escape(lits[-1]) + "(.+?)"] if lits[-1] \
+            else [""]
+        PATTERN_CACHE[key] = [re.compile(a + mids + b, re.S) for a in leads for b in trails]
+    return PATTERN_CACHE[key]
+
+
+def plain_token(tok):
+    return bool(re.fullmatch(r"[A-Za-z]+", re.sub(r"^[(\[\"']+|[)\]\"':;,.?]+$", "", tok)))
+
+
+def attached(text, start, end):
+    """Whether the captured text[start:end] continues a run of plain words of the text
+    around it: such a value (a word in a sentence) must itself be a literal."""
+    inner = text[start:end].split()
+    before, after = text[:start].split(), text[end:].split()
+    if not inner:
+        return False
+    return (plain_token(inner[0]) and bool(before) and plain_token(before[-1])
+            and text[start - 1:start].isspace() + text[start:start + 1].isspace() > 0) or \
+        (plain_token(inner[-1]) and bool(after) and plain_token(after[0])
+         and text[end - 1:end].isspace() + text[end:end + 1].isspace() > 0)
+
+
+def explained(text, depth=0, need=3):
+    """True when text has no run of `need` plain words, lies inside one literal of the
+    sources, or is an instance of a run of a format's literals whose conversions hold
+    text that is explained in turn: values of two plain words or more, or one that
+    continues a sentence of the literal, must be literals themselves."""
+    text = text.strip(" \t\n:;,.")
+    if plain_run(text) < need:
+        return True
+    formats()
+    if text in WHOLE_LITERALS or (need > 1 and text in ALL_LITERALS):
+        return True
+    if depth > 3:
+        return False
+    for fi, pieces in enumerate(FORMATS):
+        # A quote spanning literals i..j contains every literal strictly inside.
+        hits = [x for x, p in enumerate(pieces) if len(p) >= 4 and p in text]
+        if not hits:
+            continue
+        k = len(pieces)
+        for i in range(0, max(hits) + 1):
+            for j in range(max(i, min(hits)), k):
+                if any(pieces[x] not in text for x in range(i + 1, j)):
+                    continue
+                for pat in format_patterns(fi, i, j):
+                    m = pat.fullmatch(text)
+                    if m and all(explained(m.group(g), depth + 1,
+                                           1 if attached(text, m.start(g), m.end(g)) else 2)
+                                 for g in range(1, len(m.groups()) + 1)):
+                        return True
+    return False
+
+
+def log_quotes(path):
+    _, prose = parse(path)
+    for n, line in prose:
+        for span in re.findall(r"`([^`]+)`", line):
+            first = span.split()[0]
+            if plain_run(span) < 3 or first in COMMANDS or span.startswith(FOREIGN_MESSAGES):
+                continue
+            yield n, span
+
+
+def quote_problems(path):
+    name = os.path.relpath(path, SOURCE_ROOT)
+    bad, n = [], 0
+    for ln, span in log_quotes(path):
+        n += 1
+        if not all(explained(piece) for piece in span.split("...")):
+            bad.append("%s:%d: %s" % (name, ln, span))
+    return bad, n
+
+
+def check_quotes(path):
+    name = os.path.relpath(path, SOURCE_ROOT)
+    bad, n = quote_problems(path)
+    tap.ok(not bad, "%s: its %d quoted log lines are formats of the sources" % (name, n),
+           "not found in the sources:\n" + "\n".join(bad))
+
+
+def check_quote_harness():
+    """The quote check can fail: a reworded message and an invented one are found, the real
+    ones (composed, elided, with example values) pass."""
+    text = ("`registered rdma.example/ib with the kubelet (...)` "
+            "`config /e/c.yaml rejected, the previous config stays in force: /e/c.yaml:4:7: "
+            "pools[0].selectors: unknown key \"vendor\" (did you mean vendors?)`\n"
+            "`registered rdma.example/ib at the kubelet now` `the bridge exploded loudly`\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+        f.write(text)
+    try:
+        bad, n = quote_problems(f.name)
+    finally:
+        os.unlink(f.name)
+    tap.ok(n == 4 and len(bad) == 2 and all(":2:" in b for b in bad),
+           "the log-line check finds a reworded and an invented message, and passes real ones",
+           "\n".join(bad))
+
+
 def check_readme():
     readme = os.path.join(SOURCE_ROOT, "README.md")
     with open(readme, encoding="utf-8") as f:
@@ -370,11 +587,13 @@ def main():
     check_config_harness()
     check_flag_harness()
     check_link_harness()
+    check_quote_harness()
     n_configs = 0
     for path in paths:
         check_flags(path)
         n_configs += check_blocks(path)
         check_links(path)
+        check_quotes(path)
     tap.ok(n_configs > 0, "the guides' rdma-cdi configs were found and checked (%d)" % n_configs)
     check_readme()
     return tap.done()
