@@ -76,8 +76,9 @@ static void check_allocate(const struct dp_table *t, const uint8_t *data, size_t
 		fuzz_assert(ids >= 1 && ids <= t->n_ids);
 		for (size_t i = 0; i < req->n_container_requests; i++)
 			for (size_t k = 0; k < req->container_requests[i]->n_devices_ids; k++)
-				fuzz_assert(dp_table_find(t, req->container_requests[i]
-								 ->devices_ids[k]) >= 0);
+				fuzz_assert(
+				    dp_table_find(t, req->container_requests[i]->devices_ids[k]) >=
+				    0);
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	}
 	protobuf_c_message_free_unpacked(&req->base, NULL);
@@ -109,7 +110,8 @@ static void check_preferred(const struct dp_table *t, const uint8_t *data, size_
 		const V1beta1__ContainerPreferredAllocationRequest *q = req->container_requests[i];
 
 		fuzz_assert(c->n_deviceids <= t->n_ids);
-		fuzz_assert(q->allocation_size < 0 || c->n_deviceids <= (size_t)q->allocation_size ||
+		fuzz_assert(q->allocation_size < 0 ||
+			    c->n_deviceids <= (size_t)q->allocation_size ||
 			    c->n_deviceids <= q->n_must_include_deviceids);
 		for (size_t k = 0; k < c->n_deviceids; k++) {
 			fuzz_assert(dp_table_find(t, c->deviceids[k]) >= 0);

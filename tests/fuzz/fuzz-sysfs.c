@@ -8,8 +8,8 @@
  *
  * Input: fields separated by NUL bytes, in the order of enum field. A field that is not
  * there takes its default (a healthy mlx5 device); an empty field leaves the file out
- * (an absent attribute; "\n" gives an empty one). A name with '/' or that is "." or ".."
- * takes the default (it could not be a directory entry).
+ * (an absent attribute; "\n" gives an empty one). A name that is empty, has a '/' or is
+ * "." or ".." takes the default (it could not be a directory entry).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -223,8 +223,8 @@ static void change_tree(const char *root, char **v)
 {
 	char d[2048], from[4096], to[4096];
 
-	snprintf(d, sizeof(d), "devices/pci0000:3a/0000:3b:00.0/infiniband/%s/ports/%s",
-		 v[F_IBDEV], v[F_PORT1]);
+	snprintf(d, sizeof(d), "devices/pci0000:3a/0000:3b:00.0/infiniband/%s/ports/%s", v[F_IBDEV],
+		 v[F_PORT1]);
 	put(root, d, "state", v[F_NEW_STATE1]);
 	put(root, d, "phys_state", v[F_NEW_PHYS1]);
 	if (*v[F_NETDEV] && *v[F_NEW_NETDEV]) {
@@ -282,8 +282,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!base[0]) {
 		const char *tmp = getenv("TMPDIR");
 
-		snprintf(base, sizeof(base), "%s/fuzz-sysfs.XXXXXX",
-			 tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+		/* tmpfs when there is one: thousands of trees a second on a disk are slow. */
+		if (!tmp || strlen(tmp) >= 32)
+			tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		snprintf(base, sizeof(base), "%s/fuzz-sysfs.XXXXXX", tmp);
 		if (!mkdtemp(base))
 			abort();
 		atexit(rm_base);
@@ -303,9 +305,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			v[f] = (char *)defaults[f];
 		}
-		if (is_name((enum field)f) &&
-		    (!*v[f] || strchr(v[f], '/') || !strcmp(v[f], ".") || !strcmp(v[f], "..") ||
-		     strlen(v[f]) > 200))
+		if (is_name((enum field)f) && (!*v[f] || strchr(v[f], '/') || !strcmp(v[f], ".") ||
+					       !strcmp(v[f], "..") || strlen(v[f]) > 200))
 			v[f] = (char *)defaults[f];
 		if (strlen(v[f]) > 1000)
 			v[f] = (char *)defaults[f];

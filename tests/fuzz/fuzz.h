@@ -20,7 +20,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 #define fuzz_assert(cond)                                                                          \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,      \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
 				#cond);                                                            \
 			abort();                                                                   \
 		}                                                                                  \
