@@ -123,7 +123,8 @@ def container(avail=(), must=(), size=None):
     return ld(1, m)
 
 
-dgx = ["0000:%s:00.0" % b for b in ["1a", "1b", "3b", "5e", "9a", "9b", "ba", "bb"]]
+dgx = ["0000:%s:00.0" % b for b in ["1a", "1b", "3b", "3c", "5e", "9a", "9b", "ba", "bb", "d8"]]
+sriov = ["0000:3b:00.%d" % f for f in [0, 2, 3, 4, 5]]
 put("bridge", "allocate-one", b"\0" + container(dgx[:1]))
 put("bridge", "allocate-two", b"\1" + container(dgx[2:4]) + container(dgx[4:5]))
 put("bridge", "allocate-unknown", b"\0" + container(["0000:18:00.0\0evil"]))
@@ -131,5 +132,8 @@ put("bridge", "allocate-dup", b"\0" + container([dgx[0], dgx[0]]))
 put("bridge", "preferred-must", b"\0" + container(dgx, dgx[5:6], 4))
 put("bridge", "preferred-shared", b"\2" + container(
     ["%s-s%d" % (d, k) for d in dgx for k in range(4)], ["0000:1a:00.0-s1"], 6))
-put("bridge", "preferred-negative", b"\3" + container(dgx, (), -1))
+put("bridge", "allocate-unhealthy", b"\0" + container(dgx[-1:]))
+put("bridge", "preferred-negative", b"\3" + container(sriov, (), -1))
+put("bridge", "preferred-sriov", b"\4" + container(
+    ["%s-s%d" % (d, k) for d in sriov for k in range(3)], (), 4))
 put("bridge", "empty", b"\4")

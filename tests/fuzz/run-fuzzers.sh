@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer binary of BUILD_DIR for SECONDS (default 60) each, starting from the
-# checked-in corpus (new inputs go to a scratch copy, never into the source tree). Sets
+# checked-in corpus (new inputs go to BUILD_DIR, never into the source tree). Sets
 # BUILD_DIR up first when it does not exist (clang, ASan+UBSan, -Dfuzzing=true) and builds
 # only the fuzzers. A crash, a sanitizer report or a failed invariant stops with the
 # reproducer's path; add it to corpus/NAME/ with the fix. Usage:
@@ -28,16 +28,23 @@ meson compile -C "$build" "${targets[@]}" >/dev/null
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# What the fuzzers find is kept in BUILD_DIR/fuzz-corpus/NAME (seeded from the checked-in
+# corpus), so that a later run goes on from there.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 for n in "${names[@]}"; do
-	mkdir -p "$work/$n" "$work/artifacts-$n"
-	cp "$here/corpus/$n/"* "$work/$n/"
+	corpus="$build/fuzz-corpus/$n"
+	mkdir -p "$corpus" "$work/artifacts-$n"
+	cp -n "$here/corpus/$n/"* "$corpus/"
+	dict=()
+	if [ -f "$here/$n.dict" ]; then
+		dict=(-dict="$here/$n.dict")
+	fi
 	echo "fuzz-$n: ${secs}s"
 	if ! "$build/tests/fuzz/fuzz-$n" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
 		-max_len=65536 -print_final_stats=1 -artifact_prefix="$work/artifacts-$n/" \
-		"$work/$n" >"$work/$n.log" 2>&1; then
+		"${dict[@]}" "$corpus" >"$work/$n.log" 2>&1; then
 		tail -n 60 "$work/$n.log"
 		mkdir -p "$build/fuzz-artifacts"
 		cp "$work/artifacts-$n/"* "$build/fuzz-artifacts/" 2>/dev/null || true
