@@ -30,8 +30,15 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # What the fuzzers find is kept in BUILD_DIR/fuzz-corpus/NAME (seeded from the checked-in
 # corpus), so that a later run goes on from there.
-work=$(mktemp -d)
+# fuzz-sysfs builds its trees under TMPDIR: on tmpfs when there is one, and removed with
+# the rest even when a fuzzer dies.
+if [ -w /dev/shm ]; then
+	work=$(mktemp -d -p /dev/shm)
+else
+	work=$(mktemp -d)
+fi
 trap 'rm -rf "$work"' EXIT
+export TMPDIR=$work
 status=0
 for n in "${names[@]}"; do
 	corpus="$build/fuzz-corpus/$n"
