@@ -111,7 +111,7 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 	for (size_t i = 0; i < b->n_pools; i++) {
 		struct pool *p = &b->pools[i];
 		struct dp_table *t = NULL;
-		size_t healthy = 0, n_hcas;
+		size_t healthy = 0;
 		int r;
 
 		/* Until a new list goes out, the gauges show the one the kubelet has. */
@@ -152,14 +152,13 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 			log_warning("%s: %zu device(s) left out: their device ID collides with "
 				    "another's",
 				    p->resource, t->n_skipped);
-		n_hcas = t->n_hcas; /* t is the plugin's after the call */
-		for (size_t h = 0; h < n_hcas; h++)
+		/* Set before the kubelet can see the list: a scrape never lags behind it. */
+		for (size_t h = 0; h < t->n_hcas; h++)
 			healthy += t->hcas[h].healthy;
+		dp_metrics_devices_set(b->metrics, p->resource, healthy, t->n_hcas - healthy);
 		r = dp_plugin_publish(p->plugin, t, force);
 		if (r < 0)
 			log_error_errno(r, "%s: publishing the device list failed", p->resource);
-		else
-			dp_metrics_devices_set(b->metrics, p->resource, healthy, n_hcas - healthy);
 	}
 	dp_metrics_devices_end(b->metrics);
 }
