@@ -674,7 +674,9 @@ def sc_valgrind(c):
           "--error-exitcode=99", "--track-fds=no", "--quiet"]
     cm = ConfigMap(os.path.join(c.work, "cm"),
                    "pools:\n  - resourceName: rdma.example/hca\n")
-    b = c.bridge(["--config", cm.path, "--rescan-interval", "1"], prefix=vg)
+    port = free_port()
+    b = c.bridge(["--config", cm.path, "--rescan-interval", "1", "--metrics-address",
+                  "127.0.0.1:%d" % port], prefix=vg)
     c.registered(timeout=60)
     c.first_list(timeout=30)
     stub = k.plugin_stub()
@@ -720,6 +722,14 @@ def sc_valgrind(c):
     cm.update(POOLS_ROCE)
     tap.ok(b.wait_log("1 pool(s), 0 added, 1 kept, 1 removed", timeout=30),
            "a reload removing pools under valgrind", b.log_text())
+    m, _, _ = scrape(c, port)
+    H = "rdma.example/hca"  # removed by the reloads: its counters stay
+    tap.ok(metric(m, "rdma_cdi_allocate_total", resource=H, result="ok") == 1 and
+           metric(m, "rdma_cdi_allocate_total", resource=H, result="rejected") == 2 and
+           metric(m, "rdma_cdi_config_reloads_total", result="rejected") == 1,
+           "metrics scraped under valgrind")
+    status, _, _ = http_get(port, "/nope")
+    tap.ok(status == 404, "a 404 under valgrind")
     b.signal(signal.SIGTERM)
     rc = b.wait(120)
     tap.ok(rc == 0, "SIGTERM: exit 0, no valgrind error or leak (rc %s)" % rc, b.log_text())
