@@ -25,6 +25,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "build-config.h"
 #include "follow.h"
 #include "keeper.h"
 #include "watch.h"
@@ -66,6 +67,7 @@ struct bridge {
 	sd_event_source *stop_tick;
 	uint64_t stop_until;
 	int exit_code;
+	struct dp_metrics *metrics; /* NULL without --metrics-address */
 };
 
 /* ---- names ------------------------------------------------------------------------------ */
@@ -105,10 +107,15 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 		log_error("out of memory publishing the device lists");
 		return;
 	}
+	dp_metrics_devices_begin(b->metrics);
 	for (size_t i = 0; i < b->n_pools; i++) {
 		struct pool *p = &b->pools[i];
 		struct dp_table *t = NULL;
+		size_t healthy = 0;
 		int r;
+
+		/* Until a new list goes out, the gauges show the one the kubelet has. */
+		dp_metrics_devices_keep(b->metrics, p->resource);
 
 		for (size_t d = 0; d < node->n_devices; d++)
 			include[d] = a->pool_of[d] == (long)i;
@@ -145,10 +152,15 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 			log_warning("%s: %zu device(s) left out: their device ID collides with "
 				    "another's",
 				    p->resource, t->n_skipped);
+		/* Set before the kubelet can see the list: a scrape never lags behind it. */
+		for (size_t h = 0; h < t->n_hcas; h++)
+			healthy += t->hcas[h].healthy;
+		dp_metrics_devices_set(b->metrics, p->resource, healthy, t->n_hcas - healthy);
 		r = dp_plugin_publish(p->plugin, t, force);
 		if (r < 0)
 			log_error_errno(r, "%s: publishing the device list failed", p->resource);
 	}
+	dp_metrics_devices_end(b->metrics);
 }
 
 static void apply(struct bridge *b, const struct disc_node *node, bool force);
@@ -257,6 +269,8 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		return;
 	}
 	on_disk = spec_keeper_write(b->keeper, spec, disc_node_count_usable(node));
+	if (!on_disk)
+		dp_metrics_spec_write_failed(b->metrics);
 	if (on_disk) {
 		cJSON_Delete(b->spec_on_disk);
 		b->spec_on_disk = TAKE_PTR(spec);
@@ -290,9 +304,18 @@ static void log_change(void *userdata, enum disc_change what, const struct disc_
 static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,
 		    int error, enum disc_follow_reason reason)
 {
+	static const char *const reason_name[] = {
+	    [DISC_FOLLOW_START] = "start",
+	    [DISC_FOLLOW_HOTPLUG] = "hotplug",
+	    [DISC_FOLLOW_PERIODIC] = "periodic",
+	    [DISC_FOLLOW_REQUEST] = "request",
+	};
 	struct bridge *b = userdata;
 	bool loud = reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST;
 
+	/* b->follow is NULL while disc_follow_new() reports a scan it could not start. */
+	dp_metrics_rescan(b->metrics, reason_name[reason], error >= 0,
+			  b->follow ? disc_follow_last_scan_usec(b->follow) : 0);
 	b->pools_loud |= loud;
 	if (error < 0 && !b->first_done) {
 		begin_stop(b, error); /* the first scan must work */
@@ -630,6 +653,7 @@ static int plugin_for(struct bridge *b, struct pool *p)
 				 .resource = p->resource,
 				 .failed = on_plugin_failed,
 				 .userdata = b,
+				 .metrics = b->metrics,
 			     },
 			     &p->plugin);
 }
@@ -664,6 +688,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	if (!nc) {
 		log_error("config %s rejected, the previous config stays in force: %s", b->cfg_path,
 			  err);
+		dp_metrics_config_reload(b->metrics, false);
 		return;
 	}
 	r = pools_from(b, nc, &pools, &n, why, sizeof(why));
@@ -672,6 +697,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	if (r < 0) {
 		log_error("config %s rejected, the previous config stays in force: %s", b->cfg_path,
 			  why[0] ? why : strerror(-r));
+		dp_metrics_config_reload(b->metrics, false);
 		for (size_t i = 0; pools && i < n; i++)
 			pool_clear(&pools[i]);
 		free(pools);
@@ -729,6 +755,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	}
 	log_info("config %s applied: %zu pool(s), %zu added, %zu kept, %zu removed", b->cfg_path,
 		 b->n_pools, added, kept, removed);
+	dp_metrics_config_reload(b->metrics, true);
 	log_pools(b, "");
 	b->pools_loud = true;
 	if (node)
@@ -803,6 +830,18 @@ static int setup(struct bridge *b)
 	r = gc_runtime_new(b->mb, &b->rt);
 	if (r < 0)
 		return log_error_errno(r, "starting gRPC failed");
+	if (o->metrics_address) {
+		char err[256] = "";
+
+		r = dp_metrics_new(o->metrics_address, RDMA_CDI_VERSION, &b->metrics, err,
+				   sizeof(err));
+		if (r < 0) {
+			log_error("--metrics-address: %s", err[0] ? err : strerror(-r));
+			return r;
+		}
+		log_info("serving metrics on http://%s%s", dp_metrics_address(b->metrics),
+			 DP_METRICS_PATH);
+	}
 	r = load_config(b);
 	if (r < 0)
 		return r;
@@ -865,6 +904,7 @@ static void teardown(struct bridge *b)
 	cJSON_Delete(b->spec_on_disk);
 	cfg_free(b->cfg);
 	free(b->plugin_dir);
+	dp_metrics_free(b->metrics); /* last: every caller of it is gone */
 }
 
 int bridge_run(const struct bridge_options *o)

@@ -54,6 +54,7 @@ struct dp_plugin {
 	char *plugin_dir, *socket_name, *socket_path, *kubelet_path, *resource;
 	void (*failed)(void *userdata, struct dp_plugin *p, int error);
 	void *userdata;
+	struct dp_metrics *metrics;
 	struct gc_server *srv;
 	bool started;	   /* dp_plugin_start() ran: from then on it is kept served */
 	bool stopping_old; /* an old instance is shutting down; serve again when it is gone */
@@ -274,7 +275,8 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 	struct dp_plugin *p = userdata;
 	struct dp_snapshot *sn;
 	grpc_status_code code;
-	size_t len;
+	uint64_t t0;
+	size_t len = 0;
 
 	switch (method) {
 	case M_OPTIONS: {
@@ -299,14 +301,19 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 		snprintf(err, errlen, "method not implemented by rdma-cdi");
 		return GRPC_STATUS_UNIMPLEMENTED;
 	}
+	t0 = dp_metrics_now_usec();
 	sn = snap_get(p);
-	if (!sn) {
+	if (sn) {
+		len = payload ? grpc_byte_buffer_length(payload) : 0;
+		code = handle_request(p, method == M_ALLOCATE, sn, payload, reply, err, errlen);
+		snap_put(p, sn);
+	} else {
 		snprintf(err, errlen, "no device table yet");
-		return GRPC_STATUS_UNAVAILABLE;
+		code = GRPC_STATUS_UNAVAILABLE;
 	}
-	len = payload ? grpc_byte_buffer_length(payload) : 0;
-	code = handle_request(p, method == M_ALLOCATE, sn, payload, reply, err, errlen);
-	snap_put(p, sn);
+	dp_metrics_call(p->metrics, p->resource,
+			method == M_ALLOCATE ? DP_METRICS_ALLOCATE : DP_METRICS_PREFERRED,
+			code == GRPC_STATUS_OK, dp_metrics_now_usec() - t0);
 	/* A big request leaves MiB of freed heap behind that glibc keeps: give them back. */
 	if (len > DP_TRIM_OVER)
 		malloc_trim(0);
@@ -397,6 +404,7 @@ static void on_registered(void *userdata, grpc_status_code status, const char *d
 		try_register(p, true);
 		return;
 	}
+	dp_metrics_registration(p->metrics, p->resource, status == GRPC_STATUS_OK);
 	if (status == GRPC_STATUS_OK) {
 		log_info("registered %s with the kubelet (%s)", p->resource, p->kubelet_path);
 		p->registered = true;
@@ -600,6 +608,7 @@ int dp_plugin_new(sd_event *loop, struct gc_runtime *rt, const struct dp_plugin_
 	p->rt = rt;
 	p->failed = cfg->failed;
 	p->userdata = cfg->userdata;
+	p->metrics = cfg->metrics;
 	p->retry_ms = RETRY_MIN_MS;
 	p->plugin_dir = strdup(cfg->plugin_dir);
 	p->socket_name = strdup(cfg->socket_name);
