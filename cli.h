@@ -32,9 +32,15 @@ struct cli_command {
 int cmd_discover(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+/* rdma-cdi: execs the bridge daemon (cmd-bridge-exec.c); rdma-cdi-bridge: runs it (cmd-bridge.c). */
 int cmd_bridge(int argc, char **argv);
 int cmd_doctor(int argc, char **argv); /* cmd-doctor.c */
 int cmd_config(int argc, char **argv); /* cmd-config.c */
+
+/* The global options main() took before the command (argv[1] up to it), which
+ * cmd-bridge-exec.c hands on to the daemon. */
+extern int cli_global_argc;
+extern char **cli_global_argv;
 
 /* ---- options: one table per command ------------------------------------------- */
 
