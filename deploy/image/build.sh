@@ -5,9 +5,9 @@
 #
 #   deploy/image/build.sh [-B BUILD_DIR] [-t TAG] [-o DEST]
 #
-#   -B BUILD_DIR  meson build dir with rdma-cdi, rdma-cdi-bridge, hooks/rdma-cdi-hook and
-#                 deploy/rdma-cdi-node (default: build); a build without sanitizers, with
-#                 the bridge (not -Dbridge=disabled)
+#   -B BUILD_DIR  meson build dir with rdma-cdi, rdma-cdi-bridge, rdma-cdi-watch,
+#                 hooks/rdma-cdi-hook and deploy/rdma-cdi-node (default: build); a build
+#                 without sanitizers, with the bridge (not -Dbridge=disabled)
 #   -t TAG        image name (default localhost/rdma-cdi:VERSION)
 #   -o DEST       where buildah commits it, any buildah transport (default: TAG in local
 #                 containers-storage; e.g. oci-archive:rdma-cdi.tar for `podman load`,
@@ -18,9 +18,10 @@
 # path and symlink names ldd shows, plus the dynamic loader; nothing else (no shell, no
 # package manager):
 #   /usr/bin/rdma-cdi         the CLI (entrypoint)
-#   /usr/libexec/rdma-cdi/rdma-cdi-bridge
-#                             the daemon `rdma-cdi bridge` execs: where rdma-cdi looks
-#                             for it relative to its own directory (../libexec/rdma-cdi)
+#   /usr/libexec/rdma-cdi/rdma-cdi-bridge, rdma-cdi-watch
+#                             the daemons `rdma-cdi bridge` and `rdma-cdi generate --watch`
+#                             exec: where rdma-cdi looks for them relative to its own
+#                             directory (../libexec/rdma-cdi)
 #   /usr/bin/rdma-cdi-node    the init container's hook installer and the liveness probe
 #   /opt/rdma-cdi/            the memlock hook as a self-contained bundle for the HOST:
 #                             bin/rdma-cdi-hook and lib/ with its own loader, libc and
@@ -62,9 +63,10 @@ for tool in buildah ldd patchelf tar; do
 done
 rdma_cdi=$build_dir/rdma-cdi
 bridge=$build_dir/rdma-cdi-bridge
+watch=$build_dir/rdma-cdi-watch
 hook=$build_dir/hooks/rdma-cdi-hook
 node=$build_dir/deploy/rdma-cdi-node
-for f in "$rdma_cdi" "$bridge" "$hook" "$node"; do
+for f in "$rdma_cdi" "$bridge" "$watch" "$hook" "$node"; do
 	[ -x "$f" ] || die "$f not found: run 'meson compile -C $build_dir' first"
 done
 # Sanitizer runtimes would be copied in and refuse to run under a container's rlimits.
@@ -132,9 +134,10 @@ mirror() {
 mkdir -p "$root/usr/bin" "$root/usr/libexec/rdma-cdi" "$root$hook_dir/bin" "$root$hook_dir/lib"
 install -m 0755 "$rdma_cdi" "$root/usr/bin/rdma-cdi"
 install -m 0755 "$bridge" "$root/usr/libexec/rdma-cdi/rdma-cdi-bridge"
+install -m 0755 "$watch" "$root/usr/libexec/rdma-cdi/rdma-cdi-watch"
 install -m 0755 "$node" "$root/usr/bin/rdma-cdi-node"
 verbs_libs=$(dlopened_libs)
-for lib in $( (needed_libs "$rdma_cdi"; needed_libs "$bridge"; needed_libs "$node"
+for lib in $( (needed_libs "$rdma_cdi"; needed_libs "$bridge"; needed_libs "$watch"; needed_libs "$node"
 	for l in $verbs_libs; do echo "$l"; needed_libs "$l"; done) | sort -u); do
 	mirror "$lib"
 done

@@ -1,16 +1,18 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""What the rdma-cdi binary loads (TAP): a podman host's commands must not pay for the
-kubelet bridge or the verbs probe at start-up.
+"""What the rdma-cdi binary loads (TAP): a podman host's one-shot commands must not pay
+for the daemons or the verbs probe at start-up.
 
 - rdma-cdi's NEEDED entries and its whole ldd closure hold no gRPC, gpr, Abseil, upb,
-  protobuf-c, C++ runtime, libibverbs, librdmacm or libnl: the bridge is its own
-  executable (rdma-cdi-bridge) and doctor dlopens the verbs libraries.
+  protobuf-c, C++ runtime, libsystemd, libinotifytools, libibverbs, librdmacm or libnl:
+  the bridge and `generate --watch` are executables of their own (rdma-cdi-bridge,
+  rdma-cdi-watch) and doctor dlopens the verbs libraries.
 - `generate` and `doctor` as run, seen by the dynamic loader (LD_DEBUG=files): generate
   opens none of those; doctor opens libibverbs and librdmacm (its probe is real).
-- With the bridge built: rdma-cdi-bridge does link gRPC (so the checks above can see it),
-  and `rdma-cdi bridge` runs it as the same process, global options handed on. Without
-  (-Dbridge=disabled): `rdma-cdi bridge` exits 1 saying how it was built.
+- rdma-cdi-watch links libsystemd, rdma-cdi-bridge gRPC (so the checks above can see
+  them), and `rdma-cdi generate --watch` / `rdma-cdi bridge` become them in the same
+  process, global options handed on. Without the bridge (-Dbridge=disabled):
+  `rdma-cdi bridge` exits 1 saying how it was built.
 """
 import os
 import re
@@ -23,10 +25,12 @@ from tap import Tap  # noqa: E402
 
 RDMA_CDI = os.environ["RDMA_CDI"]
 BRIDGE = os.environ.get("RDMA_CDI_BRIDGE", "")
+WATCH = os.environ["RDMA_CDI_WATCH"]
 HAVE_BRIDGE = os.environ["RDMA_CDI_HAVE_BRIDGE"] == "1"
 DATA_DIR = os.environ["DATA_DIR"]
 BRIDGE_LIBS = re.compile(r"^lib(grpc|gpr|absl|upb|protobuf-c|address_sorting|stdc\+\+)")
 VERBS_LIBS = re.compile(r"^lib(ibverbs|rdmacm|nl-)")
+LOOP_LIBS = re.compile(r"^lib(systemd|inotifytools|gcrypt|lz4|zstd|lzma)")
 
 tap = Tap()
 
@@ -60,25 +64,60 @@ def bad(names, *pats):
 
 
 rc, ne = needed(RDMA_CDI)
-tap.ok(rc == 0 and "libc.so.6" in ne and not bad(ne, BRIDGE_LIBS, VERBS_LIBS),
-       "rdma-cdi NEEDED: %s (no gRPC/Abseil/protobuf-c/verbs)" % " ".join(ne), "%s" % ne)
+tap.ok(rc == 0 and "libc.so.6" in ne and not bad(ne, BRIDGE_LIBS, VERBS_LIBS, LOOP_LIBS),
+       "rdma-cdi NEEDED: %s (no gRPC/Abseil/protobuf-c/libsystemd/verbs)" % " ".join(ne), "%s" % ne)
 rc, closure = ldd_names(RDMA_CDI)
-tap.ok(rc == 0 and len(closure) > 2 and not bad(closure, BRIDGE_LIBS, VERBS_LIBS),
-       "rdma-cdi's ldd closure: %d objects, none of the bridge's or verbs'" % len(closure),
+tap.ok(rc == 0 and len(closure) > 2 and not bad(closure, BRIDGE_LIBS, VERBS_LIBS, LOOP_LIBS),
+       "rdma-cdi's ldd closure: %d objects, none of the daemons' or verbs'" % len(closure),
        "%s" % closure)
 
 with tempfile.TemporaryDirectory(prefix="rdma-cdi-linkage.") as tmp:
     sysfs = os.path.join(DATA_DIR, "dgx", "sys")
     r, libs = loaded([RDMA_CDI, "generate", "--sysfs-root", sysfs, "--output",
                       os.path.join(tmp, "spec.json")])
-    tap.ok(r.returncode == 0 and "libc.so.6" in libs and not bad(libs, BRIDGE_LIBS, VERBS_LIBS),
-           "generate loads %d libraries, none of the bridge's or verbs'" % len(libs),
+    tap.ok(r.returncode == 0 and "libc.so.6" in libs and not bad(libs, BRIDGE_LIBS, VERBS_LIBS, LOOP_LIBS),
+           "generate loads %d libraries, none of the daemons' or verbs'" % len(libs),
            "exit %s\n%s\n%s" % (r.returncode, libs, r.stderr[-2000:]))
     r, libs = loaded([RDMA_CDI, "doctor", "--sysfs-root", sysfs])
     tap.ok("libibverbs.so.1" in libs and "librdmacm.so.1" in libs and
            not bad(libs, BRIDGE_LIBS),
            "doctor loads libibverbs and librdmacm for its probe, not the bridge's libraries",
            "exit %s\n%s" % (r.returncode, libs))
+
+
+
+def becomes(cmd, comm):
+    """Starts cmd and reads its /proc comm until it is comm: the same pid exec'd it."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = ""
+    for _ in range(250):
+        try:
+            with open("/proc/%d/comm" % p.pid) as f:
+                seen = f.read().strip()
+        except OSError:
+            break
+        if seen == comm:
+            break
+        subprocess.run(["sleep", "0.02"])
+    p.kill()
+    p.wait()
+    return p.pid, seen
+
+
+rc, ne = needed(WATCH)
+tap.ok(rc == 0 and "libsystemd.so.0" in ne, "rdma-cdi-watch links libsystemd", "%s" % ne)
+with tempfile.TemporaryDirectory(prefix="rdma-cdi-linkage.") as tmp:
+    pid, comm = becomes([RDMA_CDI, "generate", "--watch", "--sysfs-root",
+                         os.path.join(DATA_DIR, "dgx", "sys"), "--spec-dir", tmp],
+                        "rdma-cdi-watch")
+    tap.ok(comm == "rdma-cdi-watch",
+           "rdma-cdi generate --watch becomes rdma-cdi-watch in the same process (pid %d: %s)"
+           % (pid, comm))
+r = run(RDMA_CDI, "--log-format", "json", "generate", "--watch", "--output", "x")
+tap.ok(r.returncode == 2 and r.stderr.startswith("{") and "--output" in r.stderr and
+       len(r.stderr.splitlines()) == 1,
+       "rdma-cdi --log-format json generate --watch --output x: one usage error, in JSON, "
+       "exit 2", "exit %s\n%s" % (r.returncode, r.stderr))
 
 if HAVE_BRIDGE:
     rc, ne = needed(BRIDGE)
@@ -91,24 +130,12 @@ if HAVE_BRIDGE:
     tap.ok(r.returncode == 2 and r.stderr.startswith("{") and "--shared 0" in r.stderr,
            "rdma-cdi --log-format json bridge --shared 0: the daemon's usage error, "
            "in JSON, exit 2", "exit %s\n%s" % (r.returncode, r.stderr))
-    p = subprocess.Popen([RDMA_CDI, "bridge", "--plugin-dir", "/nonexistent-rdma-cdi",
-                          "--sysfs-root", os.path.join(DATA_DIR, "dgx", "sys")],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    comm = ""
-    for _ in range(100):
-        try:
-            with open("/proc/%d/comm" % p.pid) as f:
-                comm = f.read().strip()
-        except OSError:
-            break
-        if comm == "rdma-cdi-bridge":
-            break
-        subprocess.run(["sleep", "0.02"])
-    p.kill()
-    p.wait()
+    pid, comm = becomes([RDMA_CDI, "bridge", "--plugin-dir", "/nonexistent-rdma-cdi",
+                         "--sysfs-root", os.path.join(DATA_DIR, "dgx", "sys")],
+                        "rdma-cdi-bridge")
     tap.ok(comm == "rdma-cdi-bridge",
            "rdma-cdi bridge becomes rdma-cdi-bridge in the same process (pid %d: %s)"
-           % (p.pid, comm))
+           % (pid, comm))
 else:
     r = run(RDMA_CDI, "bridge", "--help")
     tap.ok(r.returncode == 1 and "built without" in r.stderr and not r.stdout,

@@ -6,7 +6,7 @@
 
 1. Builds the image from the build dir's binaries (buildah, offline, from scratch) into a
    private containers-storage; a second build gives the same image (fixed times, owners).
-2. Looks inside: the binaries (rdma-cdi-bridge in /usr/libexec/rdma-cdi), exactly the
+2. Looks inside: the binaries (the daemons in /usr/libexec/rdma-cdi), exactly the
    libraries ldd names for them and for the verbs libraries doctor dlopens (every symlink
    name included) and the loader, nothing else; the host hook bundle's loader and RPATH point into
    /opt/rdma-cdi/lib; the config says root, the entrypoint, the version.
@@ -230,6 +230,7 @@ def inner(a):
     res = Results(os.path.join(work, "results.jsonl"))
     rdma_cdi = os.path.join(a.build_root, "rdma-cdi")
     bridge = os.path.join(a.build_root, "rdma-cdi-bridge")
+    watch = os.path.join(a.build_root, "rdma-cdi-watch")
     hook = os.path.join(a.build_root, "hooks", "rdma-cdi-hook")
     node = os.path.join(a.build_root, "deploy", "rdma-cdi-node")
 
@@ -294,14 +295,15 @@ def inner(a):
     mnt = r.stdout.strip()
     if res.ok(r.returncode == 0 and os.path.isdir(mnt), "podman image mount", show(r)):
         have = image_tree(mnt)
-        want = ldd_closure(rdma_cdi) | ldd_closure(bridge) | ldd_closure(node)
+        want = (ldd_closure(rdma_cdi) | ldd_closure(bridge) | ldd_closure(watch) |
+                ldd_closure(node))
         for soname in ("libibverbs.so.1", "librdmacm.so.1"):
             p = dlopened(soname)
             res.ok(p is not None, "ldconfig finds %s (doctor dlopens it)" % soname)
             if p:
                 want |= ldd_closure(p) | {p}
         bins = {"/usr/bin/rdma-cdi", "/usr/bin/rdma-cdi-node",
-                "/usr/libexec/rdma-cdi/rdma-cdi-bridge"}
+                "/usr/libexec/rdma-cdi/rdma-cdi-bridge", "/usr/libexec/rdma-cdi/rdma-cdi-watch"}
         hook_sonames = set()
         for line in run(["ldd", hook]).stdout.splitlines():
             f = line.split()
@@ -313,7 +315,7 @@ def inner(a):
         extra = sorted(have - want - bins - bundle)
         missing = sorted((want | bins | bundle) - have)
         res.ok(not extra and not missing,
-               "the image is the binaries (the bridge in /usr/libexec/rdma-cdi), exactly "
+               "the image is the binaries (the daemons in /usr/libexec/rdma-cdi), exactly "
                "ldd's %d library paths (symlink names included, verbs' for doctor) and the "
                "hook bundle" % len(want),
                "extra: %s\nmissing: %s" % (extra, missing))
