@@ -180,6 +180,19 @@ def private_dir_over(path, scratch):
     must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-image", path])
 
 
+def with_hops(p):
+    """p and every path its symlinks lead through."""
+    out, hops = set(), 0
+    while p and p.startswith("/") and hops < 16:
+        out.add(p)
+        if not os.path.islink(p):
+            break
+        t = os.readlink(p)
+        p = t if t.startswith("/") else os.path.join(os.path.dirname(p), t)
+        hops += 1
+    return out
+
+
 def ldd_closure(binary):
     """Every path the loader may open for binary: ldd's paths and each symlink hop."""
     out = set()
@@ -187,14 +200,7 @@ def ldd_closure(binary):
     for line in r.stdout.splitlines():
         f = line.split()
         p = f[2] if len(f) >= 3 and f[1] == "=>" else f[0] if f and f[0].startswith("/") else None
-        hops = 0
-        while p and p.startswith("/") and hops < 16:
-            out.add(p)
-            if not os.path.islink(p):
-                break
-            t = os.readlink(p)
-            p = t if t.startswith("/") else os.path.join(os.path.dirname(p), t)
-            hops += 1
+        out |= with_hops(p)
     return out
 
 
@@ -301,7 +307,7 @@ def inner(a):
             p = dlopened(soname)
             res.ok(p is not None, "ldconfig finds %s (doctor dlopens it)" % soname)
             if p:
-                want |= ldd_closure(p) | {p}
+                want |= ldd_closure(p) | with_hops(p)
         bins = {"/usr/bin/rdma-cdi", "/usr/bin/rdma-cdi-node",
                 "/usr/libexec/rdma-cdi/rdma-cdi-bridge", "/usr/libexec/rdma-cdi/rdma-cdi-watch"}
         hook_sonames = set()
