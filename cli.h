@@ -30,11 +30,25 @@ struct cli_command {
 };
 
 int cmd_discover(int argc, char **argv);
+/* --watch: rdma-cdi execs rdma-cdi-watch, built with RDMA_CDI_WATCH_HERE, which runs it. */
 int cmd_generate(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+/* rdma-cdi: execs the daemon (cmd-bridge-exec.c); rdma-cdi-bridge: runs it (cmd-bridge.c). */
 int cmd_bridge(int argc, char **argv);
 int cmd_doctor(int argc, char **argv); /* cmd-doctor.c */
 int cmd_config(int argc, char **argv); /* cmd-config.c */
+
+/* The global options main() took before the command (argv[1] up to it), which
+ * cli_exec_helper() hands on to the daemon. */
+extern int cli_global_argc;
+extern char **cli_global_argv;
+
+/*
+ * Replaces this process with the daemon executable name (libexecdir/rdma-cdi/NAME,
+ * helper-main.c) given the global options and argv[1..] (cmd-exec.c). Returns only on
+ * failure: EXIT_FAIL after printing why, as cmd.
+ */
+int cli_exec_helper(const char *cmd, const char *name, int argc, char **argv);
 
 /* ---- options: one table per command ------------------------------------------- */
 

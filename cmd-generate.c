@@ -7,9 +7,11 @@
 #include "cdi.h"
 #include "cli.h"
 #include "common.h"
+#include "build-config.h"
+#if RDMA_CDI_WATCH_HERE
 #include "follow.h"
 #include "keeper.h"
-#include "build-config.h"
+#endif
 
 enum {
 	OPT_OUTPUT = CLI_OPT_COMMAND,
@@ -232,6 +234,7 @@ static int apply_config(struct generate_args *a, struct spec_write_options *wo, 
 	return 0;
 }
 
+#if RDMA_CDI_WATCH_HERE
 static int watch(struct generate_args *a, const struct spec_write_options *wo)
 {
 	int r;
@@ -249,6 +252,13 @@ static int watch(struct generate_args *a, const struct spec_write_options *wo)
 	});
 	return r < 0 ? EXIT_FAIL : 0;
 }
+#else
+/* The daemon (sd-event, inotify) is rdma-cdi-watch's: one-shot runs do not load it. */
+static int watch(struct generate_args *a, const struct spec_write_options *wo)
+{
+	return EXIT_FAIL; /* not reached: cmd_generate() execs rdma-cdi-watch first */
+}
+#endif
 
 int cmd_generate(int argc, char **argv)
 {
@@ -260,6 +270,11 @@ int cmd_generate(int argc, char **argv)
 	r = cli_parse(&generate_parser, &a, &a.common, argc, argv, NULL);
 	if (r != CLI_CONTINUE)
 		goto out;
+	if (!RDMA_CDI_WATCH_HERE && a.watch) {
+		/* rdma-cdi-watch checks the arguments again, and says what is wrong once. */
+		cli_common_done(&a.common);
+		return cli_exec_helper("generate", "rdma-cdi-watch", argc, argv);
+	}
 	r = EXIT_USAGE;
 	if (a.common.n_spec_dirs > 1) {
 		cli_usage_error("generate", "takes one --spec-dir");

@@ -153,5 +153,7 @@ int main(int argc, char **argv)
 	cmd = find_command(argv[optind]);
 	if (!cmd)
 		return unknown_command(argv[optind]);
+	cli_global_argc = optind - 1;
+	cli_global_argv = argv + 1;
 	return cmd->run(argc - optind, argv + optind);
 }

@@ -178,8 +178,8 @@ const struct disc_device *disc_node_find(const struct disc_node *node, const cha
  */
 cJSON *disc_node_to_json(const struct disc_node *node);
 
-/* ---- verbs probe (discovery/verbs.c; the only part that links libibverbs and
- * librdmacm, built as its own library: disc_verbs_dep) ------------------------------ */
+/* ---- verbs probe (discovery/verbs.c; the only part that uses libibverbs and
+ * librdmacm, dlopen'ed when it runs; its own library: disc_verbs_dep) --------------- */
 
 /* The steps disc_verbs_probe() runs for each device, in order. */
 enum disc_verbs_step {
@@ -200,12 +200,14 @@ struct disc_verbs_device {
 
 struct disc_verbs_report {
 	size_t mr_size;
-	/* ibv_get_device_list(): 0, or -errno (-ENOSYS: the kernel has no uverbs). */
+	/* ibv_get_device_list(): 0, or -errno (-ENOSYS: the kernel has no uverbs;
+	 * -ELIBACC: libibverbs.so.1 cannot be loaded). */
 	int list_error;
 	struct disc_verbs_device *devices;
 	size_t n_devices;
 	bool truncated; /* more than DISC_VERBS_MAX_DEVICES devices */
-	/* rdma_create_event_channel() (opens rdma_cm): 0, or -errno. */
+	/* rdma_create_event_channel() (opens rdma_cm): 0, or -errno (-ELIBACC: no
+	 * librdmacm.so.1). */
 	int cm_error;
 };
 

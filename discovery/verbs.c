@@ -5,6 +5,8 @@
  * sysfs tree we are given: it asks libibverbs, librdmacm and the kernel, in this process's
  * namespaces, which is the point of `rdma-cdi doctor` inside a container.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,30 +21,78 @@
 #include "common.h"
 #include "verbs-internal.h"
 
-/* ibv_reg_mr is a macro in current rdma-core: these give the table real functions. */
+/*
+ * libibverbs and librdmacm are dlopen'ed when the probe runs, not linked: only `doctor`
+ * calls them, and linking them (with libnl) costs every other command of the binary
+ * their load at start-up, a good part of `generate`'s time on a small node. It also lets
+ * rdma-cdi run where rdma-core is not installed; the probe then reports it (ELIBACC).
+ * The handles stay open for the life of the process (providers do not unload cleanly).
+ */
+#define VERBS_SONAME "libibverbs.so.1"
+#define RDMACM_SONAME "librdmacm.so.1"
+
+/* ibv_reg_mr is a macro over the real function in current rdma-core: called through
+ * this wrapper, with the access flags the probe wants. */
+static struct ibv_mr *(*dl_reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
+
 static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t len)
 {
-	return ibv_reg_mr(pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	return dl_reg_mr(pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
 }
 
-static const char *get_device_name(struct ibv_device *dev)
+/* Stand-ins when a library cannot be loaded: fail as the real call would, with ELIBACC. */
+static struct ibv_device **no_device_list(int *ret_n)
 {
-	return ibv_get_device_name(dev);
+	errno = ELIBACC;
+	return NULL;
 }
 
-static const struct disc_verbs_ops real_ops = {
-    .get_device_list = ibv_get_device_list,
-    .free_device_list = ibv_free_device_list,
-    .get_device_name = get_device_name,
-    .open_device = ibv_open_device,
-    .close_device = ibv_close_device,
-    .alloc_pd = ibv_alloc_pd,
-    .dealloc_pd = ibv_dealloc_pd,
-    .reg_mr = reg_mr,
-    .dereg_mr = ibv_dereg_mr,
-    .create_event_channel = rdma_create_event_channel,
-    .destroy_event_channel = rdma_destroy_event_channel,
-};
+static struct rdma_event_channel *no_event_channel(void)
+{
+	errno = ELIBACC;
+	return NULL;
+}
+
+#define BIND(h, dst, name) ((dst) = (typeof(dst))dlsym((h), (name)))
+
+/* Fills ops from the libraries; a library that is missing or lacks a symbol leaves the
+ * stand-in of its first call, so the probe reports it instead of crashing. */
+static void bind_real_ops(struct disc_verbs_ops *ops)
+{
+	static void *verbs, *cm;
+	struct disc_verbs_ops v = {};
+
+	*ops = (struct disc_verbs_ops){.get_device_list = no_device_list,
+				       .create_event_channel = no_event_channel};
+	if (!verbs)
+		verbs = dlopen(VERBS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (verbs && BIND(verbs, v.get_device_list, "ibv_get_device_list") &&
+	    BIND(verbs, v.free_device_list, "ibv_free_device_list") &&
+	    BIND(verbs, v.get_device_name, "ibv_get_device_name") &&
+	    BIND(verbs, v.open_device, "ibv_open_device") &&
+	    BIND(verbs, v.close_device, "ibv_close_device") &&
+	    BIND(verbs, v.alloc_pd, "ibv_alloc_pd") &&
+	    BIND(verbs, v.dealloc_pd, "ibv_dealloc_pd") && BIND(verbs, dl_reg_mr, "ibv_reg_mr") &&
+	    BIND(verbs, v.dereg_mr, "ibv_dereg_mr")) {
+		v.reg_mr = reg_mr;
+		ops->get_device_list = v.get_device_list;
+		ops->free_device_list = v.free_device_list;
+		ops->get_device_name = v.get_device_name;
+		ops->open_device = v.open_device;
+		ops->close_device = v.close_device;
+		ops->alloc_pd = v.alloc_pd;
+		ops->dealloc_pd = v.dealloc_pd;
+		ops->reg_mr = v.reg_mr;
+		ops->dereg_mr = v.dereg_mr;
+	}
+	if (!cm)
+		cm = dlopen(RDMACM_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (cm && BIND(cm, v.create_event_channel, "rdma_create_event_channel") &&
+	    BIND(cm, v.destroy_event_channel, "rdma_destroy_event_channel")) {
+		ops->create_event_channel = v.create_event_channel;
+		ops->destroy_event_channel = v.destroy_event_channel;
+	}
+}
 
 const char *disc_verbs_step_name(enum disc_verbs_step step)
 {
@@ -166,7 +216,10 @@ int disc_verbs_probe_ops(const struct disc_verbs_ops *ops, size_t mr_size,
 
 int disc_verbs_probe(size_t mr_size, struct disc_verbs_report **ret)
 {
-	return disc_verbs_probe_ops(&real_ops, mr_size, ret);
+	struct disc_verbs_ops ops;
+
+	bind_real_ops(&ops);
+	return disc_verbs_probe_ops(&ops, mr_size, ret);
 }
 
 void disc_verbs_report_free(struct disc_verbs_report *report)

@@ -5,17 +5,23 @@
 #
 #   deploy/image/build.sh [-B BUILD_DIR] [-t TAG] [-o DEST]
 #
-#   -B BUILD_DIR  meson build dir with rdma-cdi, hooks/rdma-cdi-hook and
-#                 deploy/rdma-cdi-node (default: build); a build without sanitizers
+#   -B BUILD_DIR  meson build dir with rdma-cdi, rdma-cdi-bridge, rdma-cdi-watch,
+#                 hooks/rdma-cdi-hook and deploy/rdma-cdi-node (default: build); a build
+#                 without sanitizers, with the bridge (not -Dbridge=disabled)
 #   -t TAG        image name (default localhost/rdma-cdi:VERSION)
 #   -o DEST       where buildah commits it, any buildah transport (default: TAG in local
 #                 containers-storage; e.g. oci-archive:rdma-cdi.tar for `podman load`,
 #                 `ctr images import`, skopeo)
 #
-# The image holds the binaries and exactly the shared libraries `ldd` names for them, each
-# under the path and symlink names ldd shows, plus the dynamic loader; nothing else (no
-# shell, no package manager):
-#   /usr/bin/rdma-cdi         the daemon and CLI (entrypoint)
+# The image holds the binaries and exactly the shared libraries `ldd` names for them and
+# for libibverbs and librdmacm (which doctor dlopens; no verbs providers), each under the
+# path and symlink names ldd shows, plus the dynamic loader; nothing else (no shell, no
+# package manager):
+#   /usr/bin/rdma-cdi         the CLI (entrypoint)
+#   /usr/libexec/rdma-cdi/rdma-cdi-bridge, rdma-cdi-watch
+#                             the daemons `rdma-cdi bridge` and `rdma-cdi generate --watch`
+#                             exec: where rdma-cdi looks for them relative to its own
+#                             directory (../libexec/rdma-cdi)
 #   /usr/bin/rdma-cdi-node    the init container's hook installer and the liveness probe
 #   /opt/rdma-cdi/            the memlock hook as a self-contained bundle for the HOST:
 #                             bin/rdma-cdi-hook and lib/ with its own loader, libc and
@@ -56,9 +62,11 @@ for tool in buildah ldd patchelf tar; do
 	command -v "$tool" >/dev/null || die "$tool not found: run .ci/install-deps (Debian: apt-get install buildah patchelf)"
 done
 rdma_cdi=$build_dir/rdma-cdi
+bridge=$build_dir/rdma-cdi-bridge
+watch=$build_dir/rdma-cdi-watch
 hook=$build_dir/hooks/rdma-cdi-hook
 node=$build_dir/deploy/rdma-cdi-node
-for f in "$rdma_cdi" "$hook" "$node"; do
+for f in "$rdma_cdi" "$bridge" "$watch" "$hook" "$node"; do
 	[ -x "$f" ] || die "$f not found: run 'meson compile -C $build_dir' first"
 done
 # Sanitizer runtimes would be copied in and refuse to run under a container's rlimits.
@@ -90,6 +98,17 @@ needed_libs() {
 	awk '$2 == "=>" && $3 ~ /^\// { print $3; next } $1 ~ /^\// { print $1 }' <<<"$out"
 }
 
+# The libraries `rdma-cdi doctor` dlopens for its verbs probe (discovery/verbs.c), which
+# ldd of the binary cannot show: their paths as the loader finds them, one a line.
+dlopened_libs() {
+	local soname path
+	for soname in libibverbs.so.1 librdmacm.so.1; do
+		path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64|aarch64|64bit/ { print $NF; exit }')
+		[ -n "$path" ] || die "$soname not found (ldconfig -p): apt-get install libibverbs1 librdmacm1"
+		echo "$path"
+	done
+}
+
 # Mirrors $1 into the rootfs at the same path; a symlink is recreated as it is and its
 # target followed, so every name the loader may look a library up by exists.
 mirror() {
@@ -112,10 +131,14 @@ mirror() {
 	done
 }
 
-mkdir -p "$root/usr/bin" "$root$hook_dir/bin" "$root$hook_dir/lib"
+mkdir -p "$root/usr/bin" "$root/usr/libexec/rdma-cdi" "$root$hook_dir/bin" "$root$hook_dir/lib"
 install -m 0755 "$rdma_cdi" "$root/usr/bin/rdma-cdi"
+install -m 0755 "$bridge" "$root/usr/libexec/rdma-cdi/rdma-cdi-bridge"
+install -m 0755 "$watch" "$root/usr/libexec/rdma-cdi/rdma-cdi-watch"
 install -m 0755 "$node" "$root/usr/bin/rdma-cdi-node"
-for lib in $( (needed_libs "$rdma_cdi"; needed_libs "$node") | sort -u); do
+verbs_libs=$(dlopened_libs)
+for lib in $( (needed_libs "$rdma_cdi"; needed_libs "$bridge"; needed_libs "$watch"; needed_libs "$node"
+	for l in $verbs_libs; do echo "$l"; needed_libs "$l"; done) | sort -u); do
 	mirror "$lib"
 done
 

@@ -670,7 +670,8 @@ def sc_valgrind(c):
     pb = k.pb
     # "possibly lost" is left out: abseil's random pool (used by gRPC's backoff) is a
     # process-lifetime static that valgrind sees only through interior pointers.
-    vg = ["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+    # --trace-children: `rdma-cdi bridge` execs rdma-cdi-bridge, the daemon under test.
+    vg = ["valgrind", "--trace-children=yes", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
           "--error-exitcode=99", "--track-fds=no", "--quiet"]
     cm = ConfigMap(os.path.join(c.work, "cm"),
                    "pools:\n  - resourceName: rdma.example/hca\n")

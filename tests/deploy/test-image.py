@@ -6,8 +6,9 @@
 
 1. Builds the image from the build dir's binaries (buildah, offline, from scratch) into a
    private containers-storage; a second build gives the same image (fixed times, owners).
-2. Looks inside: the binaries, exactly the libraries ldd names for them (every symlink name
-   included) and the loader, nothing else; the host hook bundle's loader and RPATH point into
+2. Looks inside: the binaries (the daemons in /usr/libexec/rdma-cdi), exactly the
+   libraries ldd names for them and for the verbs libraries doctor dlopens (every symlink
+   name included) and the loader, nothing else; the host hook bundle's loader and RPATH point into
    /opt/rdma-cdi/lib; the config says root, the entrypoint, the version.
 3. `discover --json` in the container (non-root, no capabilities, read-only root) on the dgx
    fixture mounted at /host prints exactly what it prints on the host.
@@ -179,6 +180,19 @@ def private_dir_over(path, scratch):
     must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-image", path])
 
 
+def with_hops(p):
+    """p and every path its symlinks lead through."""
+    out, hops = set(), 0
+    while p and p.startswith("/") and hops < 16:
+        out.add(p)
+        if not os.path.islink(p):
+            break
+        t = os.readlink(p)
+        p = t if t.startswith("/") else os.path.join(os.path.dirname(p), t)
+        hops += 1
+    return out
+
+
 def ldd_closure(binary):
     """Every path the loader may open for binary: ldd's paths and each symlink hop."""
     out = set()
@@ -186,15 +200,17 @@ def ldd_closure(binary):
     for line in r.stdout.splitlines():
         f = line.split()
         p = f[2] if len(f) >= 3 and f[1] == "=>" else f[0] if f and f[0].startswith("/") else None
-        hops = 0
-        while p and p.startswith("/") and hops < 16:
-            out.add(p)
-            if not os.path.islink(p):
-                break
-            t = os.readlink(p)
-            p = t if t.startswith("/") else os.path.join(os.path.dirname(p), t)
-            hops += 1
+        out |= with_hops(p)
     return out
+
+
+def dlopened(soname):
+    """The path the loader finds a library doctor dlopens under (ldconfig -p)."""
+    for line in run(["ldconfig", "-p"]).stdout.splitlines():
+        f = line.split()
+        if f and f[0] == soname and "x86-64" in line:
+            return f[-1]
+    return None
 
 
 def image_tree(root):
@@ -219,6 +235,8 @@ def inner(a):
     work = a.work
     res = Results(os.path.join(work, "results.jsonl"))
     rdma_cdi = os.path.join(a.build_root, "rdma-cdi")
+    bridge = os.path.join(a.build_root, "rdma-cdi-bridge")
+    watch = os.path.join(a.build_root, "rdma-cdi-watch")
     hook = os.path.join(a.build_root, "hooks", "rdma-cdi-hook")
     node = os.path.join(a.build_root, "deploy", "rdma-cdi-node")
 
@@ -283,8 +301,15 @@ def inner(a):
     mnt = r.stdout.strip()
     if res.ok(r.returncode == 0 and os.path.isdir(mnt), "podman image mount", show(r)):
         have = image_tree(mnt)
-        want = ldd_closure(rdma_cdi) | ldd_closure(node)
-        bins = {"/usr/bin/rdma-cdi", "/usr/bin/rdma-cdi-node"}
+        want = (ldd_closure(rdma_cdi) | ldd_closure(bridge) | ldd_closure(watch) |
+                ldd_closure(node))
+        for soname in ("libibverbs.so.1", "librdmacm.so.1"):
+            p = dlopened(soname)
+            res.ok(p is not None, "ldconfig finds %s (doctor dlopens it)" % soname)
+            if p:
+                want |= ldd_closure(p) | with_hops(p)
+        bins = {"/usr/bin/rdma-cdi", "/usr/bin/rdma-cdi-node",
+                "/usr/libexec/rdma-cdi/rdma-cdi-bridge", "/usr/libexec/rdma-cdi/rdma-cdi-watch"}
         hook_sonames = set()
         for line in run(["ldd", hook]).stdout.splitlines():
             f = line.split()
@@ -296,8 +321,9 @@ def inner(a):
         extra = sorted(have - want - bins - bundle)
         missing = sorted((want | bins | bundle) - have)
         res.ok(not extra and not missing,
-               "the image is the binaries, exactly ldd's %d library paths (symlink names "
-               "included) and the hook bundle" % len(want),
+               "the image is the binaries (the daemons in /usr/libexec/rdma-cdi), exactly "
+               "ldd's %d library paths (symlink names included, verbs' for doctor) and the "
+               "hook bundle" % len(want),
                "extra: %s\nmissing: %s" % (extra, missing))
         bh = mnt + BUNDLE + "/bin/rdma-cdi-hook"
         interp = run(["patchelf", "--print-interpreter", bh]).stdout.strip()
