@@ -5,6 +5,7 @@
 
 #include "bridge.h"
 #include "cli.h"
+#include "metrics.h"
 #include "common.h"
 #include "build-config.h"
 
@@ -14,6 +15,7 @@ enum {
 	OPT_STRATEGY,
 	OPT_SHARED,
 	OPT_RESCAN_INTERVAL,
+	OPT_METRICS_ADDRESS,
 };
 
 struct bridge_args {
@@ -40,6 +42,9 @@ static const struct cli_option bridge_cli_options[] = {
     {"rescan-interval", required_argument, OPT_RESCAN_INTERVAL, "SEC",
      "cheap rescan of port state and renames every SEC seconds (default 5; 0 = only "
      "hotplug events and SIGHUP)"},
+    {"metrics-address", required_argument, OPT_METRICS_ADDRESS, "ADDR:PORT",
+     "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4:PORT or [IPv6]:PORT; "
+     "default off)"},
     CLI_OPTIONS_GLOBAL,
     {},
 };
@@ -92,6 +97,16 @@ static int bridge_option(void *ctx, int opt, const char *arg)
 		/* The bridge's own convention: < 0 means no periodic rescan. */
 		b->rescan_interval = n == 0 ? -1 : (int)n;
 		break;
+	case OPT_METRICS_ADDRESS: {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		char err[256];
+
+		if (dp_metrics_parse_address(arg, &ss, &len, err, sizeof(err)) < 0)
+			return cli_usage_error("bridge", "--metrics-address %s", err);
+		b->metrics_address = arg;
+		break;
+	}
 	}
 	return 0;
 }

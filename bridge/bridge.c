@@ -25,6 +25,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "build-config.h"
 #include "follow.h"
 #include "keeper.h"
 #include "watch.h"
@@ -49,6 +50,7 @@ struct bridge {
 	struct disc_follow *follow;
 	char *plugin_dir;
 	int dir_watch;
+	sd_event_source *dir_poll;
 	struct pool *pools;
 	size_t n_pools;
 	/* The config in force and what it makes of the flags. */
@@ -65,6 +67,7 @@ struct bridge {
 	sd_event_source *stop_tick;
 	uint64_t stop_until;
 	int exit_code;
+	struct dp_metrics *metrics; /* NULL without --metrics-address */
 };
 
 /* ---- names ------------------------------------------------------------------------------ */
@@ -104,10 +107,15 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 		log_error("out of memory publishing the device lists");
 		return;
 	}
+	dp_metrics_devices_begin(b->metrics);
 	for (size_t i = 0; i < b->n_pools; i++) {
 		struct pool *p = &b->pools[i];
 		struct dp_table *t = NULL;
+		size_t healthy = 0;
 		int r;
+
+		/* Until a new list goes out, the gauges show the one the kubelet has. */
+		dp_metrics_devices_keep(b->metrics, p->resource);
 
 		for (size_t d = 0; d < node->n_devices; d++)
 			include[d] = a->pool_of[d] == (long)i;
@@ -144,10 +152,15 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 			log_warning("%s: %zu device(s) left out: their device ID collides with "
 				    "another's",
 				    p->resource, t->n_skipped);
+		/* Set before the kubelet can see the list: a scrape never lags behind it. */
+		for (size_t h = 0; h < t->n_hcas; h++)
+			healthy += t->hcas[h].healthy;
+		dp_metrics_devices_set(b->metrics, p->resource, healthy, t->n_hcas - healthy);
 		r = dp_plugin_publish(p->plugin, t, force);
 		if (r < 0)
 			log_error_errno(r, "%s: publishing the device list failed", p->resource);
 	}
+	dp_metrics_devices_end(b->metrics);
 }
 
 static void apply(struct bridge *b, const struct disc_node *node, bool force);
@@ -256,6 +269,8 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		return;
 	}
 	on_disk = spec_keeper_write(b->keeper, spec, disc_node_count_usable(node));
+	if (!on_disk)
+		dp_metrics_spec_write_failed(b->metrics);
 	if (on_disk) {
 		cJSON_Delete(b->spec_on_disk);
 		b->spec_on_disk = TAKE_PTR(spec);
@@ -289,9 +304,18 @@ static void log_change(void *userdata, enum disc_change what, const struct disc_
 static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,
 		    int error, enum disc_follow_reason reason)
 {
+	static const char *const reason_name[] = {
+	    [DISC_FOLLOW_START] = "start",
+	    [DISC_FOLLOW_HOTPLUG] = "hotplug",
+	    [DISC_FOLLOW_PERIODIC] = "periodic",
+	    [DISC_FOLLOW_REQUEST] = "request",
+	};
 	struct bridge *b = userdata;
 	bool loud = reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST;
 
+	/* b->follow is NULL while disc_follow_new() reports a scan it could not start. */
+	dp_metrics_rescan(b->metrics, reason_name[reason], error >= 0,
+			  b->follow ? disc_follow_last_scan_usec(b->follow) : 0);
 	b->pools_loud |= loud;
 	if (error < 0 && !b->first_done) {
 		begin_stop(b, error); /* the first scan must work */
@@ -322,6 +346,41 @@ static bool is_our_socket(struct bridge *b, const char *name)
 	return false;
 }
 
+static void on_plugin_dir(void *userdata, uint32_t mask, const char *name);
+
+static int watch_plugin_dir(struct bridge *b)
+{
+	int r = fswatch_add(b->fw, b->plugin_dir,
+			    IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
+				IN_MOVE_SELF | IN_ONLYDIR,
+			    on_plugin_dir, b);
+
+	if (r > 0)
+		b->dir_watch = r;
+	return r;
+}
+
+/* The plugin dir is gone (a kubelet reinstall, an operator): look for it twice a second,
+ * which only happens in this state; once it is back, serve again and register. */
+static int on_dir_poll(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct bridge *b = userdata;
+	struct stat st;
+
+	if (b->stopping || stat(b->plugin_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    watch_plugin_dir(b) < 0) {
+		if (sd_event_source_set_time_relative(s, 500000) < 0 ||
+		    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0)
+			log_error("re-arming the plugin dir poll failed");
+		return 0;
+	}
+	b->dir_poll = sd_event_source_disable_unref(b->dir_poll);
+	log_info("plugin directory %s is back: serving again", b->plugin_dir);
+	for (size_t i = 0; i < b->n_pools; i++)
+		dp_plugin_reconcile(b->pools[i].plugin, true);
+	return 0;
+}
+
 static void on_plugin_dir(void *userdata, uint32_t mask, const char *name)
 {
 	struct bridge *b = userdata;
@@ -329,10 +388,21 @@ static void on_plugin_dir(void *userdata, uint32_t mask, const char *name)
 
 	if (b->stopping)
 		return;
-	if (mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED)) {
-		log_error("plugin directory %s went away: exiting so the supervisor restarts us",
-			  b->plugin_dir);
-		begin_stop(b, -ENOENT);
+	if (mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT))
+		return; /* IN_IGNORED follows */
+	if (mask & IN_IGNORED) {
+		log_warning("plugin directory %s went away: waiting for it to come back",
+			    b->plugin_dir);
+		fswatch_remove(b->fw, b->dir_watch);
+		b->dir_watch = 0;
+		if (!b->dir_poll &&
+		    sd_event_add_time_relative(b->loop, &b->dir_poll, CLOCK_MONOTONIC, 500000,
+					       100000, on_dir_poll, b) < 0) {
+			log_error("plugin directory %s went away and cannot be waited for: "
+				  "exiting so the supervisor restarts us",
+				  b->plugin_dir);
+			begin_stop(b, -ENOENT);
+		}
 		return;
 	}
 	if (mask & IN_Q_OVERFLOW)
@@ -583,6 +653,7 @@ static int plugin_for(struct bridge *b, struct pool *p)
 				 .resource = p->resource,
 				 .failed = on_plugin_failed,
 				 .userdata = b,
+				 .metrics = b->metrics,
 			     },
 			     &p->plugin);
 }
@@ -617,6 +688,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	if (!nc) {
 		log_error("config %s rejected, the previous config stays in force: %s", b->cfg_path,
 			  err);
+		dp_metrics_config_reload(b->metrics, false);
 		return;
 	}
 	r = pools_from(b, nc, &pools, &n, why, sizeof(why));
@@ -625,6 +697,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	if (r < 0) {
 		log_error("config %s rejected, the previous config stays in force: %s", b->cfg_path,
 			  why[0] ? why : strerror(-r));
+		dp_metrics_config_reload(b->metrics, false);
 		for (size_t i = 0; pools && i < n; i++)
 			pool_clear(&pools[i]);
 		free(pools);
@@ -682,6 +755,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	}
 	log_info("config %s applied: %zu pool(s), %zu added, %zu kept, %zu removed", b->cfg_path,
 		 b->n_pools, added, kept, removed);
+	dp_metrics_config_reload(b->metrics, true);
 	log_pools(b, "");
 	b->pools_loud = true;
 	if (node)
@@ -756,6 +830,18 @@ static int setup(struct bridge *b)
 	r = gc_runtime_new(b->mb, &b->rt);
 	if (r < 0)
 		return log_error_errno(r, "starting gRPC failed");
+	if (o->metrics_address) {
+		char err[256] = "";
+
+		r = dp_metrics_new(o->metrics_address, RDMA_CDI_VERSION, &b->metrics, err,
+				   sizeof(err));
+		if (r < 0) {
+			log_error("--metrics-address: %s", err[0] ? err : strerror(-r));
+			return r;
+		}
+		log_info("serving metrics on http://%s%s", dp_metrics_address(b->metrics),
+			 DP_METRICS_PATH);
+	}
 	r = load_config(b);
 	if (r < 0)
 		return r;
@@ -763,13 +849,9 @@ static int setup(struct bridge *b)
 	if (r < 0)
 		return log_error_errno(r, "out of memory");
 	/* Watch before looking at kubelet.sock, so its creation cannot slip between. */
-	r = fswatch_add(b->fw, b->plugin_dir,
-			IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF |
-			    IN_MOVE_SELF | IN_ONLYDIR,
-			on_plugin_dir, b);
+	r = watch_plugin_dir(b);
 	if (r < 0)
 		return log_error_errno(r, "cannot watch %s", b->plugin_dir);
-	b->dir_watch = r;
 	r = disc_follow_new(b->loop, b->mb, b->fw,
 			    &(struct disc_follow_config){
 				.disc = o->disc,
@@ -817,10 +899,12 @@ static void teardown(struct bridge *b)
 	mailbox_free(b->mb);
 	spec_keeper_free(b->keeper);
 	sd_event_source_disable_unref(b->stop_tick);
+	sd_event_source_disable_unref(b->dir_poll);
 	sd_event_unref(b->loop);
 	cJSON_Delete(b->spec_on_disk);
 	cfg_free(b->cfg);
 	free(b->plugin_dir);
+	dp_metrics_free(b->metrics); /* last: every caller of it is gone */
 }
 
 int bridge_run(const struct bridge_options *o)

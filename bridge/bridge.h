@@ -47,6 +47,8 @@ struct bridge_options {
 	/* Health/hotplug rescan period in seconds: 0 = BRIDGE_DEFAULT_RESCAN_SEC, < 0 = only
 	 * on SIGHUP. A rescan that changes nothing sends nothing. */
 	int rescan_interval;
+	/* Serve Prometheus metrics on "IPv4:PORT" or "[IPv6]:PORT"; NULL = off. */
+	const char *metrics_address;
 };
 
 /* Parses "cdi-cri,cdi-annotations,device-specs" into a mask; -EINVAL naming nothing. */

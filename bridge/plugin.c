@@ -54,7 +54,9 @@ struct dp_plugin {
 	char *plugin_dir, *socket_name, *socket_path, *kubelet_path, *resource;
 	void (*failed)(void *userdata, struct dp_plugin *p, int error);
 	void *userdata;
+	struct dp_metrics *metrics;
 	struct gc_server *srv;
+	bool started;	   /* dp_plugin_start() ran: from then on it is kept served */
 	bool stopping_old; /* an old instance is shutting down; serve again when it is gone */
 	bool freeing;
 	pthread_mutex_t lock;
@@ -298,7 +300,8 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 	struct dp_plugin *p = userdata;
 	struct dp_snapshot *sn;
 	grpc_status_code code;
-	size_t len;
+	uint64_t t0;
+	size_t len = 0;
 
 	switch (method) {
 	case M_OPTIONS: {
@@ -323,14 +326,19 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 		snprintf(err, errlen, "method not implemented by rdma-cdi");
 		return GRPC_STATUS_UNIMPLEMENTED;
 	}
+	t0 = dp_metrics_now_usec();
 	sn = snap_get(p);
-	if (!sn) {
+	if (sn) {
+		len = payload ? grpc_byte_buffer_length(payload) : 0;
+		code = handle_request(p, method == M_ALLOCATE, sn, payload, reply, err, errlen);
+		snap_put(p, sn);
+	} else {
 		snprintf(err, errlen, "no device table yet");
-		return GRPC_STATUS_UNAVAILABLE;
+		code = GRPC_STATUS_UNAVAILABLE;
 	}
-	len = payload ? grpc_byte_buffer_length(payload) : 0;
-	code = handle_request(p, method == M_ALLOCATE, sn, payload, reply, err, errlen);
-	snap_put(p, sn);
+	dp_metrics_call(p->metrics, p->resource,
+			method == M_ALLOCATE ? DP_METRICS_ALLOCATE : DP_METRICS_PREFERRED,
+			code == GRPC_STATUS_OK, dp_metrics_now_usec() - t0);
 	/* A big request leaves MiB of freed heap behind that glibc keeps: give them back. */
 	if (len > DP_TRIM_OVER)
 		malloc_trim(0);
@@ -421,6 +429,7 @@ static void on_registered(void *userdata, grpc_status_code status, const char *d
 		try_register(p, true);
 		return;
 	}
+	dp_metrics_registration(p->metrics, p->resource, status == GRPC_STATUS_OK);
 	if (status == GRPC_STATUS_OK) {
 		log_info("registered %s with the kubelet (%s)", p->resource, p->kubelet_path);
 		p->registered = true;
@@ -540,14 +549,16 @@ static int serve(struct dp_plugin *p)
 	return 0;
 }
 
-static void on_old_stopped(void *userdata)
+/* Serves again after the old instance went; a plugin dir that is gone for now is waited
+ * for (the daemon reconciles once it is back), anything else is the daemon's to judge. */
+static void serve_again(struct dp_plugin *p)
 {
-	struct dp_plugin *p = userdata;
+	struct stat st;
 	int r;
 
-	p->stopping_old = false;
-	if (p->freeing) {
-		plugin_release(p);
+	if (stat(p->plugin_dir, &st) < 0 && errno == ENOENT) {
+		log_info("%s: %s does not exist: serving once it is back", p->resource,
+			 p->plugin_dir);
 		return;
 	}
 	r = serve(p);
@@ -559,11 +570,27 @@ static void on_old_stopped(void *userdata)
 	try_register(p, true);
 }
 
+static void on_old_stopped(void *userdata)
+{
+	struct dp_plugin *p = userdata;
+
+	p->stopping_old = false;
+	if (p->freeing) {
+		plugin_release(p);
+		return;
+	}
+	serve_again(p);
+}
+
 void dp_plugin_reconcile(struct dp_plugin *p, bool kubelet_event)
 {
-	if (p->stopping_old)
-		return; /* serving again is under way */
-	if (p->srv && !gc_server_socket_is_current(p->srv)) {
+	if (p->stopping_old || !p->started)
+		return; /* serving again is under way, or not yet served at all */
+	if (!p->srv) {
+		serve_again(p); /* the plugin dir was gone and may be back */
+		return;
+	}
+	if (!gc_server_socket_is_current(p->srv)) {
 		log_info("%s was removed (kubelet restart?): serving again", p->socket_path);
 		p->registered = false;
 		if (p->reg) {
@@ -585,6 +612,7 @@ int dp_plugin_start(struct dp_plugin *p)
 {
 	int r = serve(p);
 
+	p->started = true;
 	if (r < 0)
 		return r;
 	try_register(p, true);
@@ -605,6 +633,7 @@ int dp_plugin_new(sd_event *loop, struct gc_runtime *rt, const struct dp_plugin_
 	p->rt = rt;
 	p->failed = cfg->failed;
 	p->userdata = cfg->userdata;
+	p->metrics = cfg->metrics;
 	p->retry_ms = RETRY_MIN_MS;
 	p->plugin_dir = strdup(cfg->plugin_dir);
 	p->socket_name = strdup(cfg->socket_name);

@@ -134,6 +134,9 @@ int parse_int64(const char *s, long long *ret)
 	v = strtoll(s, &end, 10);
 	if (errno)
 		return -errno;
+	/* No digits ("\n", " \n\t"): strtoll gives 0 without an error. */
+	if (end == s)
+		return -EINVAL;
 	while (*end == ' ' || *end == '\t' || *end == '\n')
 		end++;
 	if (*end != '\0')

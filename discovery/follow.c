@@ -66,7 +66,8 @@ struct scan_job {
 	struct node_ref *old; /* set: try a cheap refresh of it first */
 	struct disc_node *node;
 	int error;
-	uint64_t cpu_usec; /* the worker's CPU time for this job */
+	uint64_t cpu_usec;  /* the worker's CPU time for this job */
+	uint64_t wall_usec; /* and its wall time */
 	atomic_bool cancel;
 	bool scan_custom; /* a test's scan: no refresh */
 	bool orphaned;	  /* under lock */
@@ -89,6 +90,7 @@ struct disc_follow {
 	uint64_t period_usec; /* the periodic rescan's period now (>= the configured one) */
 	uint64_t cost_usec;   /* moving average of a periodic rescan's CPU time */
 	bool stuck_logged;
+	uint64_t last_usec; /* wall time of the scan being handed over, 0 = none */
 };
 
 static void job_free(struct scan_job *j)
@@ -148,6 +150,7 @@ static void job_done(void *userdata)
 	f->deadline = sd_event_source_disable_unref(f->deadline);
 	if (j->reason == DISC_FOLLOW_PERIODIC)
 		adapt_period(f, j->cpu_usec);
+	f->last_usec = j->wall_usec;
 	next = j->error >= 0 ? node_ref_new(j->node) : NULL;
 	if (next)
 		j->node = NULL;
@@ -163,6 +166,7 @@ static void job_done(void *userdata)
 		f->cfg.fn(f->cfg.userdata, next->node, prev ? prev->node : NULL, 0, j->reason);
 		node_ref_put(prev);
 	}
+	f->last_usec = 0;
 	job_free(j);
 	if (f->pending) {
 		f->pending = false;
@@ -176,7 +180,9 @@ static void *scan_thread(void *arg)
 	struct disc_options o = {
 	    .sysfs_root = j->sysfs_root, .dev_root = j->dev_root, .cancel = &j->cancel};
 	bool orphaned, need_full = true;
+	struct timespec t0, t1;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* Between full scans read only what can change without a device-node event. */
 	if (j->old && !j->scan_custom)
 		j->error = disc_refresh(&o, j->old->node, &j->node, &need_full);
@@ -188,6 +194,11 @@ static void *scan_thread(void *arg)
 		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 			j->cpu_usec = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	j->wall_usec =
+	    (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	if (j->wall_usec == 0)
+		j->wall_usec = 1; /* 0 means "none" to disc_follow_last_scan_usec()'s callers */
 	pthread_mutex_lock(&j->lock);
 	orphaned = j->orphaned;
 	/* Posted under the lock: once the follower orphans a job, no post follows. */
@@ -298,6 +309,11 @@ oom:
 void disc_follow_rescan(struct disc_follow *f, enum disc_follow_reason reason)
 {
 	start_scan(f, reason);
+}
+
+uint64_t disc_follow_last_scan_usec(const struct disc_follow *f)
+{
+	return f->last_usec;
 }
 
 const struct disc_node *disc_follow_node(const struct disc_follow *f)

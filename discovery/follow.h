@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "discovery.h"
 #include "loop.h"
@@ -62,6 +63,9 @@ int disc_follow_new(sd_event *loop, struct mailbox *mb, struct fswatch *fw,
 		    const struct disc_follow_config *cfg, struct disc_follow **ret);
 /* Asks for a scan now (coalesced with one in flight: a new one follows it). */
 void disc_follow_rescan(struct disc_follow *f, enum disc_follow_reason reason);
+/* Inside fn: the wall time in microseconds of the scan it is handed, 0 when none
+ * finished (abandoned, not started). */
+uint64_t disc_follow_last_scan_usec(const struct disc_follow *f);
 /* The last good snapshot, or NULL before the first. */
 const struct disc_node *disc_follow_node(const struct disc_follow *f);
 /* Stops; a scan still running is left to finish on its own and discarded. Accepts NULL. */

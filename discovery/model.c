@@ -250,6 +250,14 @@ const struct disc_device *disc_node_find(const struct disc_node *node, const cha
 /* Each helper returns false on OOM; the caller drops the whole tree. */
 static bool add_str_or_null(cJSON *o, const char *key, const char *v)
 {
+	/* sysfs bytes that are not UTF-8 (a firmware string, a link target) would make the
+	 * whole document invalid JSON: such a value is shown escaped (\xNN). */
+	char buf[DISC_PATH_MAX * 4];
+
+	if (v && v[0] && !text_is_utf8(v, strlen(v))) {
+		text_escape(buf, sizeof(buf), v, strlen(v), false);
+		v = buf;
+	}
 	return v && v[0] ? cJSON_AddStringToObject(o, key, v) != NULL
 			 : cJSON_AddNullToObject(o, key) != NULL;
 }

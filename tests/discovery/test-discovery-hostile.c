@@ -156,6 +156,32 @@ static void test_fifos(void)
 	free(sys);
 }
 
+/* ---- blank numbers ------------------------------------------------------------------ */
+
+/* Found by tests/fuzz/fuzz-attr: a numa_node of blanks and newlines parsed as node 0. */
+static void test_blank_numbers(void)
+{
+	char *sys = build_tree("sriov"), *p = at(sys, FN "4/numa_node");
+	struct disc_options o = {.sysfs_root = sys, .dev_root = "/nonexistent"};
+	struct disc_node *node = NULL;
+	const struct disc_device *d;
+	bool reported = false;
+
+	printf("# an attribute of blanks is no number\n");
+	write_file(p, "\n \t\n");
+	ok(disc_scan(&o, &node) == 0, "scan with a blank numa_node");
+	d = node ? disc_node_find(node, "mlx5_3") : NULL;
+	ok(d && d->numa_node == -1, "mlx5_3: blank numa_node -> none, not node 0");
+	for (size_t i = 0; node && i < node->n_problems; i++)
+		reported |= !strncmp(node->problems[i], "mlx5_3: numa_node ", 18) &&
+			    strstr(node->problems[i], "is not a number, using none");
+	ok(reported, "... reported as not a number");
+	disc_node_free(node);
+	free(p);
+	rm_rf(sys);
+	free(sys);
+}
+
 /* ---- loops -------------------------------------------------------------------------- */
 
 static void test_loops(void)
@@ -344,6 +370,7 @@ int main(int argc, char **argv)
 {
 	fixture_args(argc, argv);
 	test_fifos();
+	test_blank_numbers();
 	test_loops();
 	test_permissions();
 	return tap_done();

@@ -6,6 +6,7 @@
  */
 #include "fixture-util.h"
 
+#include "common.h"
 #include "discovery-internal.h"
 #include "discovery.h"
 
@@ -221,6 +222,32 @@ static void test_quirks(void)
 	cJSON_Delete(root);
 }
 
+/* Found by tests/fuzz/fuzz-sysfs: bytes that are not UTF-8 in a sysfs value (here a
+ * firmware string and a parent link) made `discover --json` invalid JSON. */
+static void test_not_utf8(void)
+{
+	struct disc_port port = {.num = 1, .state = -1, .phys_state = -1};
+	struct disc_device dev = {.numa_node = -1, .ports = &port, .n_ports = 1};
+	struct disc_node node = {.devices = &dev, .n_devices = 1};
+	char *text;
+	cJSON *j;
+
+	printf("# values that are not UTF-8\n");
+	strcpy(dev.name, "mlx5_0");
+	strcpy(dev.fw_ver, "28.\xff\xfe");
+	strcpy(dev.dev_path, "devices/pci0000:17/0\x97\x97");
+	strcpy(port.link_layer, "Infini\xc3");
+	j = disc_node_to_json(&node);
+	text = j ? cJSON_PrintUnformatted(j) : NULL;
+	ok(text && text_is_utf8(text, strlen(text)), "the document is UTF-8");
+	ok(text && strstr(text, "\"fw_ver\":\"28.\\\\xff\\\\xfe\""), "fw_ver shown escaped");
+	ok(text && strstr(text, "\"dev_path\":\"devices/pci0000:17/0\\\\x97\\\\x97\""),
+	   "dev_path shown escaped");
+	ok(text && strstr(text, "\"link_layer\":\"Infini\\\\xc3\""), "link_layer shown escaped");
+	free(text);
+	cJSON_Delete(j);
+}
+
 static void test_empty(void)
 {
 	char *empty = temp_dir("empty"), *text;
@@ -310,6 +337,7 @@ int main(int argc, char **argv)
 	fixture_args(argc, argv);
 	test_helpers();
 	test_empty();
+	test_not_utf8();
 	test_dgx();
 	test_sriov();
 	test_quirks();

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Writes the seed corpus of tests/fuzz/corpus/ from the repository's own examples (the
+docs' config, tests/data's golden specs, the hook tests' states) and a few hand-made
+inputs. Run it from anywhere; it overwrites only the seeds it makes (crash reproducers,
+named crash-*, are kept). The output is checked in: rerun after changing a format."""
+import os
+import re
+import struct
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+top = os.path.dirname(os.path.dirname(here))
+
+
+def put(fuzzer, name, data):
+    d = os.path.join(here, "corpus", fuzzer)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def copy(fuzzer, name, path):
+    with open(os.path.join(top, path), "rb") as f:
+        put(fuzzer, name, f.read())
+
+
+# attr: first byte = read buffer size - 1, then the attribute file.
+for name, size, text in [("pci-id", 64, "0x15b3\n"), ("numa-none", 64, "-1\n"),
+                         ("dev", 64, "231:192\n"), ("name", 64, "mlx5_0\n"),
+                         ("too-long", 4, "20.31.1014\n"), ("blanks", 64, " 42 \t\n"),
+                         ("escapes", 64, "a\x1b[31m\xff\n")]:
+    put("attr", name, bytes([size - 1]) + text.encode("latin-1"))
+
+# sysfs: NUL-separated fields in the order of fuzz-sysfs.c's enum field.
+F = ["ibdev", "class_link", "device_link", "vendor", "device", "numa", "driver", "physfn",
+     "node_guid", "fw_ver", "node_type", "port1", "state1", "phys1", "ll1", "rate1", "ndev1",
+     "port2", "state2", "ll2", "uverbs", "uverbs_ibdev", "uverbs_dev", "umad", "umad_ibdev",
+     "umad_port", "umad_dev", "rdma_cm_dev", "netdev", "new_state1", "new_phys1", "new_netdev"]
+D = dict(zip(F, ["mlx5_0", "@", "../../../0000:3b:00.0", "0x15b3\n", "0x101b\n", "0\n",
+                 "mlx5_core", "", "e8eb:d303:00dd:188f\n", "20.31.1014\n", "1: CA\n", "1",
+                 "4: ACTIVE\n", "5: LinkUp\n", "InfiniBand\n", "200 Gb/sec (4X HDR)\n", "",
+                 "2", "1: DOWN\n", "Ethernet\n", "uverbs0", "mlx5_0\n", "231:192\n", "umad0",
+                 "mlx5_0\n", "1\n", "231:0\n", "10:58\n", "ib0", "1: DOWN\n", "3: Disabled\n",
+                 "ib1"]))
+
+
+def sysfs(name, **kw):
+    v = dict(D, **kw)
+    put("sysfs", name, b"\0".join(v[f].encode("latin-1") for f in F))
+
+
+put("sysfs", "default", b"")
+sysfs("ib-healthy")
+sysfs("roce", ibdev="rocep59s0f0", ll1="Ethernet\n", ndev1="ens1f0np0\n",
+      uverbs_ibdev="rocep59s0f0\n", umad_ibdev="rocep59s0f0\n", netdev="ens1f0np0",
+      new_netdev="ens1f0")
+sysfs("vf", physfn="../0000:3a:00.0", device="0x101c\n")
+sysfs("garbage", vendor="zzzz\n", numa="99999999999999999999\n", node_guid="not-a-guid\n",
+      state1="banana\n", uverbs_dev="1:2:3\n", umad_port="7\n", rdma_cm_dev="\n")
+sysfs("dangling", class_link="../../devices/nowhere/mlx5_0")
+sysfs("escape", class_link="/etc", device_link="../../../../../../../..")
+sysfs("smi", ibdev="smi1", uverbs_ibdev="smi1\n", umad_ibdev="smi1\n")
+sysfs("unsafe-names", ibdev="mlx5 0\n", netdev="e\x1b[1m", ndev1="\x7f\n")
+
+# config: the documented example, the tests' shapes, and errors.
+md = open(os.path.join(top, "docs", "config.md")).read()
+for i, block in enumerate(re.findall(r"```yaml\n(.*?)```", md, re.S)):
+    put("config", "docs-%d.yaml" % i, block)
+put("config", "empty.yaml", "")
+put("config", "minimal.yaml", "pools:\n- resourceName: acme.com/nic\n")
+put("config", "flow.yaml", "{pools: [{resourceName: a.io/x, mode: shared, sharedSlots: 1000, "
+    "selectors: {pciAddresses: ['0000:1a:*'], vf: false, drivers: [mlx5_core], "
+    "names: ['mlx5_*'], netdevs: ['ib*'], deviceIDs: ['101b']}}]}\n")
+put("config", "too-many-ids.yaml", "pools:\n- resourceName: a.io/x\n  mode: shared\n"
+    "  sharedSlots: 1000\n- resourceName: a.io/y\n  selectors:\n    vf: true\n")
+put("config", "bad-anchor.yaml", "pools: &a\n- resourceName: a.io/x\nx: *a\n")
+put("config", "bad-unclosed.yaml", "pools: [a, b\n")
+
+# hook: first line --memlock, then the OCI state.
+state = '{"ociVersion": "1.0.2", "id": "%s", "status": "creating", "pid": %d, "bundle": "/b"}'
+put("hook", "unlimited", "unlimited\n" + state % ("a" * 64, 4242))
+put("hook", "suffix", "64M\n" + state % ("c1", 2))
+put("hook", "pid-1", "1g\n" + state % ("c1", 1))
+put("hook", "overflow", "18446744073709551615K\n" + state % ("c1", 2147483647))
+put("hook", "bad-json", "0\n" + '{"ociVersion":"1.0.2","id":"x","status":"creating","pid":')
+put("hook", "dup-pid", "8k\n" + '{"pid": 5, "pid": 6, "id": "\\u001b[31m"}')
+
+# cdi: the module's test specs and the golden outputs.
+for f in sorted(os.listdir(os.path.join(top, "tests", "cdi", "data"))):
+    copy("cdi", f, os.path.join("tests", "cdi", "data", f))
+for f in ["dgx.json", "dgx.yaml", "sriov.json"]:
+    copy("cdi", "golden-" + f, os.path.join("tests", "data", "golden", f))
+
+
+# bridge: first byte = table (fuzz-bridge.c's kinds[]), then a protobuf message whose
+# field 1 is a container request: Allocate's devices_ids are field 1; the preferred
+# request's available IDs 1, must-include IDs 2, allocation_size 3.
+def varint(n):
+    n &= (1 << 64) - 1
+    out = b""
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def ld(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def container(avail=(), must=(), size=None):
+    m = b"".join(ld(1, i) for i in avail) + b"".join(ld(2, i) for i in must)
+    if size is not None:
+        m += varint(3 << 3) + varint(size)
+    return ld(1, m)
+
+
+dgx = ["0000:%s:00.0" % b for b in ["1a", "1b", "3b", "3c", "5e", "9a", "9b", "ba", "bb", "d8"]]
+sriov = ["0000:3b:00.%d" % f for f in [0, 2, 3, 4, 5]]
+put("bridge", "allocate-one", b"\0" + container(dgx[:1]))
+put("bridge", "allocate-two", b"\1" + container(dgx[2:4]) + container(dgx[4:5]))
+put("bridge", "allocate-unknown", b"\0" + container(["0000:18:00.0\0evil"]))
+put("bridge", "allocate-dup", b"\0" + container([dgx[0], dgx[0]]))
+put("bridge", "preferred-must", b"\0" + container(dgx, dgx[5:6], 4))
+put("bridge", "preferred-shared", b"\2" + container(
+    ["%s-s%d" % (d, k) for d in dgx for k in range(4)], ["0000:1a:00.0-s1"], 6))
+put("bridge", "allocate-unhealthy", b"\0" + container(dgx[-1:]))
+put("bridge", "preferred-negative", b"\3" + container(sriov, (), -1))
+put("bridge", "preferred-sriov", b"\4" + container(
+    ["%s-s%d" % (d, k) for d in sriov for k in range(3)], (), 4))
+put("bridge", "empty", b"\4")
