@@ -600,3 +600,80 @@ fail:
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
 }
+
+/* ---- strings the unpacked request cannot show ------------------------------------------ */
+
+#define WIRE_DEPTH_MAX 8
+
+static int wire_varint(const uint8_t *p, size_t len, size_t *at, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		uint8_t c;
+
+		if (*at >= len)
+			return -EBADMSG;
+		c = p[(*at)++];
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+static int wire_scan(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+		     unsigned depth, const uint8_t **ret_s, size_t *ret_len)
+{
+	size_t at = 0;
+
+	while (at < len) {
+		const ProtobufCFieldDescriptor *f;
+		uint64_t key, n;
+		int r;
+
+		if (wire_varint(p, len, &at, &key) < 0)
+			return -EBADMSG;
+		switch (key & 7) {
+		case 0:
+			if (wire_varint(p, len, &at, &n) < 0)
+				return -EBADMSG;
+			continue;
+		case 1:
+		case 5:
+			n = (key & 7) == 1 ? 8 : 4;
+			if (n > len - at)
+				return -EBADMSG;
+			at += n;
+			continue;
+		case 2:
+			break;
+		default:
+			return -EBADMSG; /* groups: protobuf-c refuses them too */
+		}
+		if (wire_varint(p, len, &at, &n) < 0 || n > len - at)
+			return -EBADMSG;
+		f = key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, key >> 3)
+					   : NULL;
+		if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + at, '\0', n)) {
+			*ret_s = p + at;
+			*ret_len = n;
+			return 1;
+		}
+		if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < WIRE_DEPTH_MAX) {
+			r = wire_scan(f->descriptor, p + at, n, depth + 1, ret_s, ret_len);
+			if (r != 0)
+				return r;
+		}
+		at += n;
+	}
+	return 0;
+}
+
+int dp_wire_find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+		     const uint8_t **ret_s, size_t *ret_len)
+{
+	return wire_scan(d, buf, len, 0, ret_s, ret_len);
+}

@@ -178,6 +178,16 @@ int dp_preferred_allocation(const struct dp_table *t,
 void dp_annotation_suffix(char *const *ids, size_t n_ids,
 			  char buf[static DP_ANNOTATION_SUFFIX_MAX + 1]);
 
+/*
+ * protobuf strings are length-delimited but protobuf-c hands them over NUL-terminated:
+ * "0000:18:00.0\0evil" would unpack as "0000:18:00.0". Scans the packed message buf of
+ * type d (nested messages included) for a string field holding a NUL byte: 1 with
+ * *ret_s and *ret_len the whole string (pointing into buf), 0 when there is none, -EBADMSG
+ * when buf is not a well-formed message. Does not allocate.
+ */
+int dp_wire_find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+		     const uint8_t **ret_s, size_t *ret_len);
+
 /* Copies s into buf for a log line or error: printable ASCII only, at most 64 chars. */
 const char *dp_sanitize(const char *s, char *buf, size_t size);
 

@@ -173,15 +173,23 @@ static void budget_init(struct unpack_budget *b)
 	};
 }
 
-/* Unpacks a request payload (NULL payload = empty message) within budget b. NULL when it
- * does not parse or b->exceeded. Free with protobuf_c_message_free_unpacked(m, &b->a). */
+/*
+ * Unpacks a request payload (NULL payload = empty message) within budget b. NULL when it
+ * does not parse or b->exceeded, or when a string holds a NUL byte (protobuf-c would cut
+ * it there): then nul gets that string, escaped. Free with
+ * protobuf_c_message_free_unpacked(m, &b->a).
+ */
 static ProtobufCMessage *unpack_payload(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d,
-					struct unpack_budget *b)
+					struct unpack_budget *b, char *nul, size_t nul_size)
 {
 	grpc_byte_buffer_reader reader;
 	ProtobufCMessage *m;
 	grpc_slice slice;
+	const uint8_t *s;
+	size_t n;
+	int r;
 
+	nul[0] = '\0';
 	if (!bb)
 		return protobuf_c_message_unpack(d, &b->a, 0, (const uint8_t *)"");
 	if (!grpc_byte_buffer_reader_init(&reader, bb))
@@ -190,6 +198,20 @@ static ProtobufCMessage *unpack_payload(grpc_byte_buffer *bb, const ProtobufCMes
 	grpc_byte_buffer_reader_destroy(&reader);
 	m = protobuf_c_message_unpack(d, &b->a, GRPC_SLICE_LENGTH(slice),
 				      GRPC_SLICE_START_PTR(slice));
+	r = m ? dp_wire_find_nul(d, GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), &s, &n)
+	      : 0;
+	if (r > 0) {
+		/* Enough of it to recognise the ID, never a log line's worth. */
+		size_t shown = n < 64 ? n : 64;
+
+		if (text_escape(nul, nul_size - 4, (const char *)s, shown, true) >= nul_size - 4 ||
+		    shown < n)
+			strcat(nul, "...");
+	}
+	if (r != 0) {
+		protobuf_c_message_free_unpacked(m, &b->a);
+		m = NULL;
+	}
 	grpc_slice_unref(slice);
 	return m;
 }
@@ -223,6 +245,7 @@ static grpc_status_code handle_request(struct dp_plugin *p, bool alloc, struct d
 {
 	const char *name = alloc ? "Allocate" : "GetPreferredAllocation";
 	struct unpack_budget budget;
+	char nul[96];
 	ProtobufCMessage *req;
 	union {
 		V1beta1__AllocateResponse *alloc;
@@ -235,16 +258,18 @@ static grpc_status_code handle_request(struct dp_plugin *p, bool alloc, struct d
 	req = unpack_payload(payload,
 			     alloc ? &v1beta1__allocate_request__descriptor
 				   : &v1beta1__preferred_allocation_request__descriptor,
-			     &budget);
+			     &budget, nul, sizeof(nul));
 	if (!req) {
-		if (budget.exceeded)
+		if (nul[0])
+			snprintf(err, errlen, "device ID \"%s\" holds a NUL byte", nul);
+		else if (budget.exceeded)
 			snprintf(err, errlen, "request does not fit the %u MiB unpack budget",
 				 DP_UNPACK_BUDGET >> 20);
 		else
 			snprintf(err, errlen, "request does not parse");
 		log_warning("%s: %s rejected: %s", p->resource, name, err);
-		return budget.exceeded ? GRPC_STATUS_RESOURCE_EXHAUSTED
-				       : GRPC_STATUS_INVALID_ARGUMENT;
+		return budget.exceeded && !nul[0] ? GRPC_STATUS_RESOURCE_EXHAUSTED
+						  : GRPC_STATUS_INVALID_ARGUMENT;
 	}
 	if (alloc)
 		r = dp_allocate(sn->table, (V1beta1__AllocateRequest *)req, &resp.alloc, err,

@@ -106,7 +106,7 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 	_cleanup_free_ char *buf = NULL;
 	const cJSON *kind, *dev;
 	char err[512];
-	struct stat st;
+	struct stat st, lst;
 	size_t len, n;
 	int r;
 
@@ -132,13 +132,27 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 		return set_error(e, "cannot read: %s", strerror(-r));
 
 	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
+	if (r >= 0)
+		r = cdi_spec_validate(spec, err, sizeof(err));
 	if (r == -ENOMEM)
 		return r;
-	if (r < 0)
-		return set_error(e, "%s", err);
-	r = cdi_spec_validate(spec, err, sizeof(err));
-	if (r == -ENOMEM)
-		return r;
+	/* The reason quotes the file. A symlink (root's `list` follows it) or a hard link
+	 * can be /etc/shadow under another name: such an alias of a file not everyone may
+	 * read is not echoed. */
+	if (r < 0 && !(st.st_mode & S_IROTH)) {
+		const char *via = NULL;
+
+		if (fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(lst.st_mode))
+			via = "symlink";
+		else if (st.st_nlink > 1)
+			via = "hard link";
+		if (via)
+			return set_error(e,
+					 "not a valid spec; the reason is not shown: it would "
+					 "quote a file not everyone may read (mode %04o), reached "
+					 "through a %s",
+					 (unsigned)(st.st_mode & 07777), via);
+	}
 	if (r < 0)
 		return set_error(e, "%s", err);
 

@@ -77,6 +77,9 @@ struct spec_write_options {
  * format), atomically, untouched when unchanged; a copy of ours in the other format
  * (.json vs .yaml) in the same dir is removed so no device is defined twice there;
  * files not ours are never modified or removed (-EEXIST when one is in the way).
+ * Another rdma-cdi writing the same file concurrently is no error: the file is judged
+ * again (the same bytes: success, unchanged; another spec of ours: replaced), -EBUSY
+ * only when it keeps changing through 64 looks.
  * --output FILE is written atomically too; "-" writes to stdout.
  * ret_path (optional) gets the path written; ret_changed (optional) whether the file's
  * bytes changed. On failure a one-line reason naming the file goes into err.

@@ -142,17 +142,71 @@ static int write_output(const char *output, const char *buf, size_t len, char **
 	return 0;
 }
 
+/*
+ * Another rdma-cdi (a second `generate`, the daemon) may replace the file between our
+ * look at it and our rename. Each lost race means another writer's rename landed, and
+ * a writer that lands stops, so looking again converges; the bound is for writers
+ * that never stop.
+ */
+#define SPEC_WRITE_TRIES 64
+
+struct judged {
+	enum owner other_owner;
+	struct stat name_st, other_st;
+};
+
+/* Judges dir/name and dir/other before a write: 0 when name may be written (j says what
+ * was found, *dirfd the dir or -1 when it is missing), else -errno with the reason in err. */
+static int judge(const char *dir, const char *name, const char *other, const char *path,
+		 enum cdi_format fmt, const char *kind, const char *buf, size_t len, int *dirfd,
+		 struct judged *j, char *err, size_t errlen)
+{
+	enum cdi_format other_fmt = fmt == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON;
+	enum owner owner;
+	struct stat st;
+	int r;
+
+	*j = (struct judged){};
+	if (*dirfd >= 0)
+		close(*dirfd);
+	*dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*dirfd < 0 && errno == ENOENT)
+		return 0;
+	if (*dirfd < 0) {
+		/* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR: name the real cause. */
+		r = lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+		snprintf(err, errlen, "%s: %s", dir, symlink_or_other(r));
+		return r;
+	}
+	if (fstatat(*dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+		r = S_ISLNK(st.st_mode) ? -ELOOP : -EEXIST;
+		snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
+		return r;
+	}
+	r = file_owner(*dirfd, name, fmt, kind, buf, len, &owner, &j->name_st);
+	if (r >= 0 && owner == OWNER_OTHER) {
+		snprintf(err, errlen,
+			 "%s exists and was not written by rdma-cdi, refusing to replace it", path);
+		return -EEXIST;
+	}
+	if (r >= 0)
+		r = file_owner(*dirfd, other, other_fmt, kind, NULL, 0, &j->other_owner,
+			       &j->other_st);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
 int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
 	       bool *ret_changed, char *err, size_t errlen)
 {
 	const char *dir = opts->spec_dir ? opts->spec_dir : SPEC_DEFAULT_DIR;
-	enum cdi_format other_fmt =
-	    opts->format == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON;
 	const cJSON *kind_item = cJSON_GetObjectItemCaseSensitive(spec, "kind");
 	_cleanup_free_ char *buf = NULL, *name = NULL, *other = NULL, *path = NULL;
 	_cleanup_close_ int dirfd = -1;
-	enum owner owner, other_owner = OWNER_ABSENT;
-	struct stat name_st = {}, other_st = {};
+	struct judged j;
 	size_t len;
 	int r;
 
@@ -169,51 +223,30 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		return write_output(opts->output, buf, len, ret_path, ret_changed, err, errlen);
 
 	name = cdi_spec_file_name(kind_item->valuestring, opts->format);
-	other = cdi_spec_file_name(kind_item->valuestring, other_fmt);
+	other =
+	    cdi_spec_file_name(kind_item->valuestring,
+			       opts->format == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON);
 	path = strdup_printf("%s/%s", dir, name);
 	if (!name || !other || !path)
 		return -ENOMEM;
 
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd >= 0) {
-		struct stat st;
-
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-			r = S_ISLNK(st.st_mode) ? -ELOOP : -EEXIST;
-			snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
+	for (int tries = 1;; tries++) {
+		r = judge(dir, name, other, path, opts->format, kind_item->valuestring, buf, len,
+			  &dirfd, &j, err, errlen);
+		if (r < 0)
 			return r;
+		/* Only the file judged ours above (or still no file) is replaced. -EEXIST: it
+		 * changed since; judge it again (the same bytes now are success). */
+		r = cdi_write_file_atomic_expect(dir, name, buf, len, &j.name_st);
+		if (r != -EEXIST)
+			break;
+		if (tries == SPEC_WRITE_TRIES) {
+			snprintf(err, errlen,
+				 "%s kept changing while rdma-cdi was writing it (%d tries), "
+				 "giving up for now",
+				 path, tries);
+			return -EBUSY;
 		}
-		r = file_owner(dirfd, name, opts->format, kind_item->valuestring, buf, len, &owner,
-			       &name_st);
-		if (r >= 0 && owner == OWNER_OTHER) {
-			snprintf(
-			    err, errlen,
-			    "%s exists and was not written by rdma-cdi, refusing to replace it",
-			    path);
-			return -EEXIST;
-		}
-		if (r >= 0)
-			r = file_owner(dirfd, other, other_fmt, kind_item->valuestring, NULL, 0,
-				       &other_owner, &other_st);
-		if (r < 0) {
-			snprintf(err, errlen, "%s: %s", dir, strerror(-r));
-			return r;
-		}
-	} else if (errno != ENOENT) {
-		struct stat st;
-
-		/* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR: name the real cause. */
-		r = lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
-		snprintf(err, errlen, "%s: %s", dir, symlink_or_other(r));
-		return r;
-	}
-
-	/* Only the file judged ours above (or still no file) is replaced. */
-	r = cdi_write_file_atomic_expect(dir, name, buf, len, &name_st);
-	if (r == -EEXIST) {
-		snprintf(err, errlen,
-			 "%s changed while rdma-cdi was writing it, refusing to replace it", path);
-		return r;
 	}
 	if (r < 0) {
 		snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
@@ -222,9 +255,9 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 	if (ret_changed)
 		*ret_changed = r == CDI_WRITE_UPDATED;
 
-	if (other_owner == OWNER_US && !same_file(dirfd, other, &other_st))
-		other_owner = OWNER_OTHER; /* replaced since we judged it: not ours any more */
-	if (other_owner == OWNER_US && unlinkat(dirfd, other, 0) < 0 && errno != ENOENT) {
+	if (j.other_owner == OWNER_US && !same_file(dirfd, other, &j.other_st))
+		j.other_owner = OWNER_OTHER; /* replaced since we judged it: not ours any more */
+	if (j.other_owner == OWNER_US && unlinkat(dirfd, other, 0) < 0 && errno != ENOENT) {
 		r = -errno;
 		snprintf(err, errlen, "%s/%s: removing our copy in the other format: %s", dir,
 			 other, strerror(-r));

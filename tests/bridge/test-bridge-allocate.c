@@ -433,6 +433,51 @@ static void test_annotation_suffix(void)
 	   "key after cdi.k8s.io/ is at most 63 chars");
 }
 
+/* IDs as a kubelet sends them, embedded NULs included (protobuf-c can only pack C strings). */
+static void test_wire_nul(void)
+{
+	static const uint8_t clean[] = "\x0a\x0e\x0a\x0c"
+				       "0000:1a:00.0";
+	static const uint8_t evil[] = "\x0a\x21\x0a\x0c"
+				      "0000:1b:00.0"
+				      "\x0a\x11"
+				      "0000:1a:00.0\0evil";
+	static const uint8_t lead[] = "\x0a\x05\x0a\x03\0ab";
+	/* Preferred: allocation_size = 2, then a must-include ID ending in NUL. */
+	static const uint8_t pref[] = "\x0a\x0a\x18\x02\x12\x06"
+				      "0000:\0";
+	/* A NUL in a field this protocol does not have (field 9) is not an ID. */
+	static const uint8_t unknown[] = "\x4a\x02\0x\x0a\x04\x0a\x02id";
+	static const uint8_t cut[] = "\x0a\x0e\x0a\x0c"
+				     "0000:1a";
+	const uint8_t *s = NULL;
+	size_t n = 0;
+	int r;
+
+	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, clean, sizeof(clean) - 1, &s,
+			     &n);
+	ok(r == 0, "an ordinary ID holds no NUL (%d)", r);
+	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, evil, sizeof(evil) - 1, &s,
+			     &n);
+	ok(r == 1 && n == 17 && memcmp(s, "0000:1a:00.0\0evil", 17) == 0,
+	   "the second ID's NUL found, the whole ID returned (%d, %zu)", r, n);
+	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, lead, sizeof(lead) - 1, &s,
+			     &n);
+	ok(r == 1 && n == 3 && s[0] == '\0', "a leading NUL found (%d)", r);
+	r = dp_wire_find_nul(&v1beta1__preferred_allocation_request__descriptor, pref,
+			     sizeof(pref) - 1, &s, &n);
+	ok(r == 1 && n == 6 && s[5] == '\0', "GetPreferredAllocation: a must-include ID's NUL (%d)",
+	   r);
+	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, unknown, sizeof(unknown) - 1,
+			     &s, &n);
+	ok(r == 0, "a NUL in an unknown field is no ID's (%d)", r);
+	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, cut, sizeof(cut) - 1, &s, &n);
+	ok(r == -EBADMSG, "a truncated message: -EBADMSG (%d)", r);
+	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, (const uint8_t *)"", 0, &s,
+			     &n);
+	ok(r == 0, "an empty message: no NUL (%d)", r);
+}
+
 int main(void)
 {
 	test_default_strategies();
@@ -441,5 +486,6 @@ int main(void)
 	test_shared();
 	test_nccl_env();
 	test_annotation_suffix();
+	test_wire_nul();
 	return tap_done();
 }

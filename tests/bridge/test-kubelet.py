@@ -326,6 +326,16 @@ def sc_bad_requests(c):
     expect_code(tap, lambda: stub.Allocate(alloc(pb, *[["0000:1a:00.0"]] * 11)), IA,
                 "a valid ID in 11 container requests: more IDs than the node has",
                 "more than the 10 device IDs")
+    # protobuf strings are length-delimited; cut at the NUL this would be 0000:1a:00.0.
+    evil = "0000:1a:00.0\x00evil"
+    expect_code(tap, lambda: stub.Allocate(alloc(pb, ["0000:1b:00.0"], [evil])), IA,
+                "an ID with an embedded NUL: INVALID_ARGUMENT naming it, escaped",
+                'device ID "0000:1a:00.0\\x00evil" holds a NUL byte')
+    expect_code(tap, lambda: stub.GetPreferredAllocation(pb.PreferredAllocationRequest(
+        container_requests=[pb.ContainerPreferredAllocationRequest(
+            available_deviceIDs=IB8, must_include_deviceIDs=[evil], allocation_size=2)])),
+        IA, "GetPreferredAllocation: an ID with an embedded NUL is refused",
+        "0000:1a:00.0\\x00evil")
     ch = grpc.insecure_channel("unix:" + b.socket())
     raw = ch.unary_unary("/v1beta1.DevicePlugin/Allocate")
     expect_code(tap, lambda: raw(b"\xff\xff\xff\xff", timeout=5), IA,

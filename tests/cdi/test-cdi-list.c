@@ -189,6 +189,39 @@ int main(void)
 	cdi_listing_free(l);
 	l = NULL;
 
+	/* Another name for a file not everyone may read (a symlink, a hard link): flagged,
+	 * but its content is not quoted. The same bytes in a file of its own are. */
+	mkdir(in_base("alias"), 0755);
+	put("secret", "TOKEN-s3cr3t: x\n");
+	put("public", "TOKEN-s3cr3t: x\n");
+	put("alias/own.yaml", "TOKEN-s3cr3t: x\n");
+	chmod(in_base("secret"), 0600);
+	chmod(in_base("alias/own.yaml"), 0600);
+	symlink("../secret", in_base("alias/link.yaml"));
+	link(in_base("secret"), in_base("alias/hard.yaml"));
+	symlink("../public", in_base("alias/open.yaml"));
+	dirs[0] = in_base("alias");
+	r = cdi_list_dirs(dirs, 1, &l);
+	ok(r == 0 && l && l->n_entries == 4, "alias dir listed (%d)", r);
+	for (size_t i = 0; l && i < l->n_entries; i++)
+		printf("# %s: %s\n", l->entries[i].file,
+		       l->entries[i].error ? l->entries[i].error : "ok");
+	e = l ? find(l, "alias", "link.yaml") : NULL;
+	ok(e && e->error && !strstr(e->error, "s3cr3t") && strstr(e->error, "not shown") &&
+	       strstr(e->error, "symlink") && !e->kind,
+	   "symlink to a 0600 file: invalid, its content not quoted");
+	e = l ? find(l, "alias", "hard.yaml") : NULL;
+	ok(e && e->error && !strstr(e->error, "s3cr3t") && strstr(e->error, "hard link"),
+	   "hard link to a 0600 file: invalid, its content not quoted");
+	e = l ? find(l, "alias", "own.yaml") : NULL;
+	ok(e && e->error && strstr(e->error, "TOKEN-s3cr3t"),
+	   "a 0600 spec of its own: the reason names the field");
+	e = l ? find(l, "alias", "open.yaml") : NULL;
+	ok(e && e->error && strstr(e->error, "TOKEN-s3cr3t"),
+	   "symlink to a file anyone may read: the reason names the field");
+	cdi_listing_free(l);
+	l = NULL;
+
 	/* An unreadable directory (not for root, who reads everything) and no dirs at all. */
 	r = cdi_list_dirs(NULL, 0, &l);
 	ok(r == 0 && l && l->n_entries == 0 && l->n_conflicts == 0,
