@@ -15,6 +15,7 @@ for the daemons or the verbs probe at start-up.
   `rdma-cdi bridge` exits 1 saying how it was built.
 """
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -133,9 +134,14 @@ if HAVE_BRIDGE:
     tap.ok(r.returncode == 2 and r.stderr.startswith("{") and "--shared 0" in r.stderr,
            "rdma-cdi --log-format json bridge --shared 0: the daemon's usage error, "
            "in JSON, exit 2", "exit %s\n%s" % (r.returncode, r.stderr))
-    pid, comm = becomes([RDMA_CDI, "bridge", "--plugin-dir", "/nonexistent-rdma-cdi",
+    # Private plugin and spec dirs: the daemon is killed mid-start, nothing of the host's
+    # (/var/run/cdi, the default spec dir) may be written.
+    scratch = tempfile.mkdtemp(prefix="rdma-cdi-linkage-")
+    pid, comm = becomes([RDMA_CDI, "bridge", "--plugin-dir", os.path.join(scratch, "plugins"),
+                         "--spec-dir", os.path.join(scratch, "cdi"),
                          "--sysfs-root", os.path.join(DATA_DIR, "dgx", "sys")],
                         "rdma-cdi-bridge")
+    shutil.rmtree(scratch, ignore_errors=True)
     tap.ok(comm == "rdma-cdi-bridge",
            "rdma-cdi bridge becomes rdma-cdi-bridge in the same process (pid %d: %s)"
            % (pid, comm))
