@@ -138,22 +138,6 @@ static void warn_conflicts(const char *dir, const char *kind)
 	cdi_listing_free(l);
 }
 
-/* What to do about a failed write, beyond the reason spec_write() gave. */
-static const char *write_fix(int r)
-{
-	switch (r) {
-	case -EACCES:
-	case -EPERM:
-		return " (run as root)";
-	case -EROFS:
-		return " (read-only: give a writable --spec-dir or --output)";
-	case -ENOSPC:
-	case -EDQUOT:
-		return " (free space there; nothing was replaced)";
-	}
-	return "";
-}
-
 static int generate(struct generate_args *a, const struct spec_write_options *wo)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
@@ -189,7 +173,7 @@ static int generate(struct generate_args *a, const struct spec_write_options *wo
 	}
 	r = spec_write(spec, wo, &path, &changed, err, sizeof(err));
 	if (r < 0) {
-		log_error("%s%s", err, write_fix(r));
+		log_error("%s (%s)", err, spec_write_fix(r));
 		return EXIT_FAIL;
 	}
 	hook = cli_host_path(c, c->spec.hook_path ? c->spec.hook_path : RDMA_CDI_HOOK_PATH);

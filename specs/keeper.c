@@ -21,27 +21,6 @@ struct spec_keeper {
 	bool failing, written_once;
 };
 
-const char *spec_write_fix(int error)
-{
-	switch (error) {
-	case -EEXIST:
-		return "move the file that is in the way, or point --spec-dir elsewhere";
-	case -ENOSPC:
-	case -EDQUOT:
-		return "free space in the file system";
-	case -EROFS:
-		return "make the spec dir writable";
-	case -EACCES:
-	case -EPERM:
-		return "run as root, or fix the spec dir's permissions";
-	case -ENOENT:
-	case -ENOTDIR:
-		return "create the spec dir";
-	default:
-		return "fix the cause";
-	}
-}
-
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct spec_keeper *k = userdata;

@@ -33,8 +33,6 @@ void spec_keeper_free(struct spec_keeper *k);
  * date. Logs "written" when the bytes changed, and every failure with its fix.
  */
 bool spec_keeper_write(struct spec_keeper *k, const cJSON *spec, size_t n_usable);
-/* The one-line fix for a spec_write() error ("free space in the file system"). */
-const char *spec_write_fix(int error);
 
 struct spec_watch_options {
 	struct disc_options disc;

@@ -87,3 +87,8 @@ struct spec_write_options {
  */
 int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
 	       bool *ret_changed, char *err, size_t errlen);
+
+/* The one-line fix for a spec_write() error ("free space in the file system; nothing was
+ * replaced"); "fix the cause" for an error without a known fix. The CLI and the daemons
+ * print the same advice. */
+const char *spec_write_fix(int error);

@@ -267,3 +267,24 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		*ret_path = TAKE_PTR(path);
 	return 0;
 }
+
+const char *spec_write_fix(int error)
+{
+	switch (error) {
+	case -EEXIST:
+		return "move the file that is in the way, or point --spec-dir elsewhere";
+	case -ENOSPC:
+	case -EDQUOT:
+		return "free space in the file system; nothing was replaced";
+	case -EROFS:
+		return "the file system is read-only: give a writable --spec-dir (or --output)";
+	case -EACCES:
+	case -EPERM:
+		return "run as root, or fix the spec dir's permissions";
+	case -ENOENT:
+	case -ENOTDIR:
+		return "create the spec dir";
+	default:
+		return "fix the cause";
+	}
+}
