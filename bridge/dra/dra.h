@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * dra: `rdma-cdi dra`, a kubelet DRA plugin (resource.k8s.io/v1) for RDMA NICs that
+ * serves the same CDI specs as `generate` and the bridge.
+ *
+ * Shares with the bridge: discovery and the Sysfs Watcher (discovery/follow.h), the
+ * config pools (config/), the spec writer and keeper (specs/), the loop (common/loop.h),
+ * the gRPC core plumbing (bridge/grpc-core.h) and health (disc_node_changes). Adds: the
+ * plugin-watcher registration, ResourceSlices through the API server (bridge/kube/),
+ * NodePrepareResources/NodeUnprepareResources with a checkpoint, one transient CDI spec
+ * per claim, and the DRAResourceHealth stream.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "discovery.h"
+#include "specs.h"
+
+#define DRA_DEFAULT_DRIVER "rdma.example"
+#define DRA_DEFAULT_REGISTRY_DIR "/var/lib/kubelet/plugins_registry"
+#define DRA_DEFAULT_PLUGIN_ROOT "/var/lib/kubelet/plugins" /* + "/<driver>" */
+#define DRA_SOCKET_NAME "dra.sock"
+#define DRA_CHECKPOINT_NAME "checkpoint.json"
+#define DRA_CLAIM_KIND_CLASS "claim" /* per-claim specs: kind "<driver>/claim" */
+
+/* Flags override the config file, as for the bridge (bridge.h). */
+struct dra_options {
+	const char *driver_name;  /* NULL = DRA_DEFAULT_DRIVER */
+	const char *node_name;	  /* required (the CLI takes $NODE_NAME) */
+	const char *registry_dir; /* NULL = DRA_DEFAULT_REGISTRY_DIR */
+	const char *plugin_dir;	  /* NULL = DRA_DEFAULT_PLUGIN_ROOT/<driver> */
+	const char *kubeconfig;	  /* NULL = in-cluster */
+	const char *sa_dir;	  /* in-cluster credentials; NULL = KUBE_SA_DIR (tests) */
+	struct disc_options disc;
+	struct spec_options spec; /* kind, memlock NULL and with_mad false: the file's */
+	const char *spec_dir;	  /* NULL: the file's specDir, else SPEC_DYNAMIC_DIR */
+	const char *config_path;  /* as bridge_options */
+	bool config_explicit;
+	int rescan_interval; /* as bridge_options */
+};
+
+/*
+ * Runs the driver until SIGTERM/SIGINT. Returns 0 on a clean stop, -errno when it cannot
+ * start (no node name, credentials unusable, sockets' dirs unusable, first scan fails).
+ * Logs one line per event. Returns with SIGTERM, SIGINT and SIGHUP blocked.
+ */
+int dra_run(const struct dra_options *opts);
