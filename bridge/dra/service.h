@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * service: the DRA driver's two gRPC endpoints, protocol only (the daemon decides):
+ *   - <registry-dir>/<driver>-reg.sock: pluginregistration.Registration for the kubelet's
+ *     plugin watcher (GetInfo: type DRAPlugin, endpoint <plugin-dir>/dra.sock, versions
+ *     v1.DRAPlugin, v1beta1.DRAPlugin, v1.DRAResourceHealth, v1alpha1.DRAResourceHealth;
+ *     NotifyRegistrationStatus logged). Served again within 1 s when it is removed.
+ *   - <plugin-dir>/dra.sock: DRAPlugin v1 and v1beta1 (NodePrepareResources,
+ *     NodeUnprepareResources; the v1 messages serve both paths, they are wire-identical)
+ *     and DRAResourceHealth v1 and v1alpha1 (NodeWatchResources streams carrying the
+ *     complete list each time).
+ *
+ * Requests are decoded and bounded on the gRPC thread and handed to the loop as a batch;
+ * the daemon answers every claim of it and finishes it (then the reply is sent). A
+ * malformed request is answered INVALID_ARGUMENT without reaching the daemon.
+ * Threads: dra_service_*() and the batch functions run on the loop thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "claims.h"
+#include "grpc-core.h"
+#include "loop.h"
+
+#define DRA_CLAIMS_PER_CALL_MAX 1024
+
+enum dra_batch_kind { DRA_BATCH_PREPARE, DRA_BATCH_UNPREPARE };
+
+struct dra_claim_ref {
+	const char *namespace, *uid, *name; /* validated: non-empty, no NUL, bounded */
+};
+
+struct dra_batch;
+
+struct dra_service_config {
+	const char *driver;	  /* "rdma.example" */
+	const char *registry_dir; /* absolute */
+	const char *plugin_dir;	  /* absolute */
+	/* A decoded batch, on the loop: answer each claim, then dra_batch_finish(). */
+	void (*batch)(void *userdata, struct dra_batch *b);
+	/* The kubelet's NotifyRegistrationStatus, on the loop (error "" when registered). */
+	void (*registered)(void *userdata, bool ok, const char *error);
+	void *userdata;
+};
+
+/* Serves both sockets (0600; stale sockets replaced, a live one -EADDRINUSE, a
+ * non-socket -EEXIST, each logged). Watches the registry dir through fw. */
+int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw,
+		      struct gc_runtime *rt, const struct dra_service_config *cfg,
+		      struct dra_service **ret);
+/* Stops serving and removes our sockets without blocking. Accepts NULL. */
+void dra_service_free(struct dra_service *s);
+
+enum dra_batch_kind dra_batch_kind(const struct dra_batch *b);
+size_t dra_batch_n_claims(const struct dra_batch *b);
+const struct dra_claim_ref *dra_batch_claim(const struct dra_batch *b, size_t i);
+/* Claim i succeeded: prepared devices (Prepare; pool = the slice pool, the node name);
+ * p NULL for Unprepare. */
+int dra_batch_answer(struct dra_batch *b, size_t i, const struct dra_prepared_claim *p,
+		     const char *pool);
+/* Claim i failed with error (one line). */
+int dra_batch_fail(struct dra_batch *b, size_t i, const char *error);
+/* Sends the reply (claims left unanswered get an error saying so) and frees b. When the
+ * kubelet gave up meanwhile (deadline, cancel), b is simply freed. */
+void dra_batch_finish(struct dra_batch *b);
+
+enum dra_health { DRA_HEALTH_UNKNOWN = 0, DRA_HEALTH_HEALTHY = 1, DRA_HEALTH_UNHEALTHY = 2 };
+
+struct dra_device_health {
+	const char *pool, *device;
+	enum dra_health health;
+	const char *message; /* the reason, "" when healthy */
+	int64_t last_updated; /* Unix seconds */
+};
+
+/* The complete health list for every NodeWatchResources stream (v1 and v1alpha1); the
+ * last one is kept for streams opened later. */
+void dra_service_publish_health(struct dra_service *s, const struct dra_device_health *h,
+				size_t n);
