@@ -23,6 +23,7 @@
 #define DRA_SOCKET_NAME "dra.sock"
 #define DRA_CHECKPOINT_NAME "checkpoint.json"
 #define DRA_CLAIM_KIND_CLASS "claim" /* per-claim specs: kind "<driver>/claim" */
+#define DRA_DRIVER_NAME_MAX 63	     /* spec.driver of a ResourceSlice */
 
 /* Flags override the config file, as for the bridge (bridge.h). */
 struct dra_options {
@@ -40,9 +41,16 @@ struct dra_options {
 	int rescan_interval; /* as bridge_options */
 };
 
+/* A driver name: a DNS subdomain of at most DRA_DRIVER_NAME_MAX characters. */
+bool dra_driver_name_is_valid(const char *name);
+/* A node name: a DNS subdomain (at most 253 characters), as Kubernetes names nodes. */
+bool dra_node_name_is_valid(const char *name);
+
 /*
  * Runs the driver until SIGTERM/SIGINT. Returns 0 on a clean stop, -errno when it cannot
- * start (no node name, credentials unusable, sockets' dirs unusable, first scan fails).
- * Logs one line per event. Returns with SIGTERM, SIGINT and SIGHUP blocked.
+ * start (no node name, credentials unusable, sockets' dirs unusable, first scan fails, a
+ * corrupt checkpoint: -EBADMSG, the file is left in place and the log says how to go on).
+ * The plugin and registry dirs are created 0750 when missing. Logs one line per event.
+ * Returns with SIGTERM, SIGINT and SIGHUP blocked.
  */
 int dra_run(const struct dra_options *opts);
