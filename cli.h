@@ -35,6 +35,8 @@ int cmd_generate(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 /* rdma-cdi: execs the daemon (cmd-bridge-exec.c); rdma-cdi-bridge: runs it (cmd-bridge.c). */
 int cmd_bridge(int argc, char **argv);
+/* rdma-cdi: execs the DRA driver (cmd-dra-exec.c); rdma-cdi-dra: runs it (cmd-dra.c). */
+int cmd_dra(int argc, char **argv);
 int cmd_doctor(int argc, char **argv); /* cmd-doctor.c */
 int cmd_config(int argc, char **argv); /* cmd-config.c */
 

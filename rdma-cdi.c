@@ -2,7 +2,8 @@
 /*
  * rdma-cdi: the command line. main() takes the global options and hands the rest to one
  * command of the table below; each command (cmd-*.c) parses its own options and decides
- * what the user sees. The work itself is in discovery/, specs/, cdi/ and bridge/.
+ * what the user sees. The work itself is in discovery/, specs/, cdi/ and bridge/ (the DRA
+ * driver in bridge/dra/).
  *
  * Exit status: 0 success; 1 failure (the cause is printed); 2 bad usage;
  * 3 no usable RDMA device (nothing written, an existing spec is left in place);
@@ -22,6 +23,7 @@ static const struct cli_command commands[] = {
     {"generate", cmd_generate, "write the CDI spec for them"},
     {"list", cmd_list, "list the CDI device names in the spec directories"},
     {"bridge", cmd_bridge, "run the kubelet device plugin"},
+    {"dra", cmd_dra, "run the kubelet DRA driver (resource.k8s.io/v1)"},
     {"config", cmd_config, "check a config file: rdma-cdi config check FILE"},
     {"doctor", cmd_doctor, "check that RDMA works here, and how to fix what does not"},
     {"help", cmd_help, "show the help of a command: rdma-cdi help COMMAND"},
