@@ -108,6 +108,10 @@ struct stat;
  */
 int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *buf, size_t len,
 				 const struct stat *expect);
+/* The same with another mode than 0644 (0600 for private state such as the DRA driver's
+ * checkpoint; the unchanged check then wants that mode). -EINVAL beyond 0777. */
+int cdi_write_file_atomic_mode(const char *dir, const char *name, const char *buf, size_t len,
+			       const struct stat *expect, unsigned mode);
 
 /*
  * The spec files found in a set of spec directories, in the order the runtimes read

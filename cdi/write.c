@@ -75,9 +75,9 @@ static int open_dir(const char *dir)
 	return fd >= 0 ? fd : -errno;
 }
 
-/* 1 when dirfd/name is a regular file of mode 0644 holding exactly buf, else 0. */
+/* 1 when dirfd/name is a regular file of that mode holding exactly buf, else 0. */
 static int same_content(int dirfd, const char *name, const struct stat *st, const char *buf,
-			size_t len)
+			size_t len, unsigned mode)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *old = NULL;
@@ -85,7 +85,7 @@ static int same_content(int dirfd, const char *name, const struct stat *st, cons
 	size_t old_len;
 	int r;
 
-	if ((st->st_mode & 07777) != 0644 || (size_t)st->st_size != len)
+	if ((st->st_mode & 07777) != mode || (size_t)st->st_size != len)
 		return 0;
 	/* O_NONBLOCK: something swapped in for a FIFO must not hang us. */
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -103,7 +103,7 @@ static int same_content(int dirfd, const char *name, const struct stat *st, cons
 	return old_len == len && memcmp(old, buf, len) == 0;
 }
 
-static int create_temp(int dirfd, const char *name, char *tmp, size_t tmpsize)
+static int create_temp(int dirfd, const char *name, char *tmp, size_t tmpsize, unsigned mode)
 {
 	static const char chars[] =
 	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -120,7 +120,7 @@ static int create_temp(int dirfd, const char *name, char *tmp, size_t tmpsize)
 		suffix[6] = '\0';
 		/* Ends in the random suffix, never in .json/.yaml: runtimes skip it. */
 		snprintf(tmp, tmpsize, ".%s.%s", name, suffix);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST)
@@ -151,12 +151,18 @@ int cdi_write_file_atomic(const char *dir, const char *name, const char *buf, si
 int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *buf, size_t len,
 				 const struct stat *expect)
 {
+	return cdi_write_file_atomic_mode(dir, name, buf, len, expect, 0644);
+}
+
+int cdi_write_file_atomic_mode(const char *dir, const char *name, const char *buf, size_t len,
+			       const struct stat *expect, unsigned mode)
+{
 	_cleanup_close_ int dirfd = -1, fd = -1;
 	char tmp[NAME_MAX + 1];
 	struct stat st;
 	int r;
 
-	if (!dir || !*dir || !file_name_ok(name) || (!buf && len))
+	if (!dir || !*dir || !file_name_ok(name) || (!buf && len) || (mode & ~0777u))
 		return -EINVAL;
 	if (!buf)
 		buf = "";
@@ -173,7 +179,7 @@ int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *
 			return -ELOOP;
 		if (!S_ISREG(st.st_mode))
 			return -EEXIST;
-		r = same_content(dirfd, name, &st, buf, len);
+		r = same_content(dirfd, name, &st, buf, len, mode);
 		if (r < 0)
 			return r;
 		if (r > 0)
@@ -182,11 +188,11 @@ int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *
 		return -errno;
 	}
 
-	fd = create_temp(dirfd, name, tmp, sizeof(tmp));
+	fd = create_temp(dirfd, name, tmp, sizeof(tmp), mode);
 	if (fd < 0)
 		return fd;
-	/* The umask must not decide who can read the spec. */
-	if (fchmod(fd, 0644) < 0)
+	/* The umask must not decide who can read the file. */
+	if (fchmod(fd, mode) < 0)
 		goto fail_errno;
 	r = write_all(fd, buf, len);
 	if (r < 0)

@@ -21,19 +21,38 @@
 
 #include "inventory.h"
 
+/* Bounds on what a claim, the kubelet or the checkpoint hands us. */
+#define DRA_UID_MAX 128		/* a claim UID (a UUID has 36 characters) */
+#define DRA_RESULTS_MAX 256	/* results of one claim (the API allows 32) */
+#define DRA_TOLERATIONS_MAX 64	/* tolerations of one result (the API allows 16) */
+#define DRA_CLAIM_STRING_MAX 253 /* request, device, share ID, toleration fields */
+#define DRA_CHECKPOINT_MAX_BYTES (64u * 1024 * 1024)
+#define DRA_CHECKPOINT_CLAIMS_MAX 65536
+
 /* One result of the claim's allocation that is ours (driver and pool match). */
 struct dra_result {
 	char *request; /* the request name */
 	char *device;  /* the device name in our slices */
 	char *share_id; /* NULL when none */
+	/*
+	 * The result's tolerations tolerate the NoSchedule taint "<driver>/unhealthy": one
+	 * with that key (or an empty key and operator Exists) and effect "" or NoSchedule.
+	 * Its value is not compared: the taint's value is the reason in the words of the
+	 * moment, which the scheduler already matched when it allocated the device.
+	 */
+	bool tolerates_unhealthy;
 };
 
 /*
  * Takes a ResourceClaim (the API server's JSON) apart: metadata.uid must equal uid,
  * status.allocation must be set, and at least one result must carry driver and pool.
- * -ENOENT/-EINVAL with the reason ("claim default/c1: UID 1234 differs from the
- * kubelet's 5678", "... is not allocated", "... holds no device of driver rdma.example
- * in pool node1"), -ENOMEM. Everything read is bounded and type-checked.
+ * Messages name the claim by its metadata's namespace/name (escaped) and the cause:
+ * -EINVAL "claim default/c1: UID 1234 differs from the kubelet's 5678", -ENOENT
+ * "claim default/c1: is not allocated", -ENOENT "claim default/c1: holds no device of
+ * driver rdma.example in pool node1", -EINVAL for a malformed claim naming the JSON
+ * path ("claim default/c1: status.allocation.devices.results[2].device: not a string"),
+ * -ENOMEM. Everything read is bounded (DRA_*_MAX) and type-checked. Results of other
+ * drivers or pools are skipped unread beyond driver and pool.
  */
 int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, const char *pool,
 		      struct dra_result **ret, size_t *ret_n, char *err, size_t errlen);
@@ -61,12 +80,15 @@ struct dra_checkpoint {
 };
 
 /*
- * Loads <dir>/checkpoint.json (DRA_CHECKPOINT_NAME; absent: empty). A corrupt file is
- * -EBADMSG with the reason and is left in place for the operator (never overwritten
- * without notice: the caller logs and decides). Symlinks are not followed.
+ * Loads <dir>/checkpoint.json (DRA_CHECKPOINT_NAME; absent, or dir absent: empty). A
+ * corrupt file (not JSON, version other than 1, a bad field, over
+ * DRA_CHECKPOINT_MAX_BYTES) is -EBADMSG with the reason and is left in place for the
+ * operator (never overwritten without notice: the caller logs and decides). Symlinks are
+ * not followed: a symlink is -ELOOP, anything but a regular file -EBADMSG.
  */
 int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, char *err, size_t errlen);
-/* Writes it atomically (temp file, fsync, rename, fsync dir; mode 0600). */
+/* Writes it atomically (temp file, fsync, rename, fsync dir; mode 0600; creates dir;
+ * a symlink in its place is -ELOOP and kept). */
 int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, char *err, size_t errlen);
 void dra_checkpoint_free(struct dra_checkpoint *c);
 const struct dra_prepared_claim *dra_checkpoint_find(const struct dra_checkpoint *c,
@@ -77,24 +99,34 @@ const char *dra_checkpoint_holder(const struct dra_checkpoint *c, const char *de
 
 /*
  * Prepares one claim: checks each result's device exists in inv and is not held by
- * another claim (unless its pool is shared), then builds the prepared claim (the HCA's
- * cdi_id, then "<driver>/claim=<uid>") and the per-claim spec (*ret_spec, caller writes
- * it with dra_claim_spec_write). Does not touch c: the caller adds the entry once the
- * spec is on disk and saves. An already prepared uid returns the recorded answer
- * (idempotent). -ENODEV/-EBUSY/-EINVAL with the reason.
+ * another claim (unless its pool is shared) and is healthy (unless the result tolerates
+ * the unhealthy taint), then builds the prepared claim (the HCA's cdi_id, then
+ * "<driver>/claim=<uid>"; results naming one device for several requests make one
+ * device with several requests) and the per-claim spec (*ret_spec, validated; caller
+ * writes it with dra_claim_spec_write). Does not touch c: the caller adds the entry once
+ * the spec is on disk and saves. Returns 0, or 1 when uid is already prepared: then
+ * *ret is a copy of the recorded answer and *ret_spec NULL (idempotent). With the reason
+ * ("claim default/c1: device pci-0000-3b-00-0 is ..."): -ENODEV not on this node
+ * (anymore), -EBUSY already prepared for claim <uid>, -EIO unhealthy (<reason>), -EINVAL
+ * (no results, a UID that is no CDI device name), -ENOMEM.
  */
 int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 		const char *driver, const char *ns, const char *name, const char *uid,
 		const struct dra_result *results, size_t n_results,
 		struct dra_prepared_claim **ret, cJSON **ret_spec, char *err, size_t errlen);
-/* Adds p (ownership taken) / removes uid (absent: 0). */
+/* Adds p (ownership taken, also on failure; replaces an entry of the same UID): 0 or
+ * -ENOMEM. Removes uid: 1, or 0 when absent. */
 int dra_checkpoint_add(struct dra_checkpoint *c, struct dra_prepared_claim *p);
 int dra_checkpoint_remove(struct dra_checkpoint *c, const char *uid);
 void dra_prepared_claim_free(struct dra_prepared_claim *p);
 
-/* Writes the per-claim spec into spec_dir; *ret_file its base name (malloc'd). */
+/* Writes the per-claim spec into spec_dir; *ret_file its base name (malloc'd). The
+ * spec must be valid, of kind "<driver>/claim" with the one device uid. */
 int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *uid,
 			 const cJSON *spec, char **ret_file, char *err, size_t errlen);
-/* Removes it when it is ours (absent: 0; not ours: -EEXIST and kept). */
+/* Removes it when it is ours: 1 removed, 0 absent, -EEXIST and kept when not ours (a
+ * symlink, not a regular file, not a spec of our kind with the one device uid). file
+ * NULL = the name dra_claim_spec_write gives; else the recorded base name (no '/', not
+ * hidden, *.json or *.yaml). */
 int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *uid,
 			  const char *file, char *err, size_t errlen);

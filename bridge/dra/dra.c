@@ -513,6 +513,11 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		batch_fail(b, i, "%s", err[0] ? err : strerror(-r));
 		return;
 	}
+	if (r == 1) { /* prepared meanwhile: p is a copy of the record */
+		batch_answer(d, b, i, p);
+		dra_prepared_claim_free(p);
+		return;
+	}
 	if (spec) {
 		r = dra_claim_spec_write(d->spec_dir, d->driver, ref->uid, spec, &file, err,
 					 sizeof(err));
@@ -525,15 +530,17 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		free(p->spec_file);
 		p->spec_file = file;
 	}
-	r = dra_checkpoint_add(d->ckpt, p);
-	if (r < 0) {
-		/* p is not ours to free any more only when the add succeeded */
-		if (file)
-			(void)dra_claim_spec_remove(d->spec_dir, d->driver, ref->uid, file, err,
-						    sizeof(err));
-		dra_prepared_claim_free(p);
-		batch_fail(b, i, "recording the claim failed: %s", strerror(-r));
-		return;
+	{
+		_cleanup_free_ char *f = file ? strdup(file) : NULL;
+
+		r = dra_checkpoint_add(d->ckpt, p); /* takes p, also when it fails */
+		if (r < 0) {
+			if (f)
+				(void)dra_claim_spec_remove(d->spec_dir, d->driver, ref->uid, f,
+							    err, sizeof(err));
+			batch_fail(b, i, "recording the claim failed: %s", strerror(-r));
+			return;
+		}
 	}
 	r = save_checkpoint(d, err, sizeof(err));
 	if (r < 0) {
@@ -650,6 +657,7 @@ static int unprepare_one(struct dra *d, const char *uid, char *err, size_t errle
 
 	if (!p) /* never prepared, or done before: success, once the file agrees */
 		return d->ckpt_dirty ? save_checkpoint(d, err, errlen) : 0;
+	/* The spec dir in force: a config that moved it since leaves the file behind. */
 	r = dra_claim_spec_remove(d->spec_dir, d->driver, uid, p->spec_file, err, errlen);
 	if (r == -EEXIST) {
 		log_warning("claim %s: %s is not a spec of ours, left in place, ignoring", uid,
@@ -1068,7 +1076,7 @@ static void remove_orphan_claim_specs(struct dra *d)
 		if (dra_checkpoint_find(d->ckpt, uid))
 			continue;
 		if (dra_claim_spec_remove(d->spec_dir, d->driver, uid, de->d_name, err,
-					  sizeof(err)) == 0)
+					  sizeof(err)) > 0)
 			log_info("removed %s/%s: a claim spec no checkpoint entry holds",
 				 d->spec_dir, de->d_name);
 	}
