@@ -8,9 +8,10 @@
  * the function, "pci-0000-3b-00-0"; every usable RDMA device of a function that carries
  * several gets "-" + its RDMA name made a label ("pci-0000-3b-00-0-mlx5-2": lowercase,
  * every character outside [a-z0-9] as '-'); a device without PCI address is
- * "rdma-" + its RDMA name so made; a name longer than 63 keeps its first 54 characters
- * and ends in "-" + 8 hex digits of the FNV-1a hash of the RDMA name. Names never hold an
- * index, so they survive hotplug of other devices.
+ * "rdma-" + its RDMA name so made; a name longer than 63, or ending in '-' (an RDMA name
+ * ending in '_': a DNS label ends in an alphanumeric), keeps its first 54 characters and
+ * ends in "-" + 8 hex digits of the FNV-1a hash of the RDMA name (the 64-bit hash's low 32
+ * bits). Names never hold an index, so they survive hotplug of other devices.
  */
 #pragma once
 
@@ -32,8 +33,8 @@ struct dra_hca {
 	long pool;			    /* config pool index */
 	bool healthy;			    /* disc_device_healthy() */
 	char reason[128];		    /* why not healthy ("port 1 DOWN"), "" when healthy */
-	char cdi_id[320];		    /* "rdma.example/hca=0000:3b:00.0": the spec's ID name */
-	char ucx[256];			    /* "mlx5_2:1": its ACTIVE ports, for UCX_NET_DEVICES */
+	char cdi_id[320]; /* "rdma.example/hca=0000:3b:00.0": the spec's ID name */
+	char ucx[256];	  /* "mlx5_2:1": its ACTIVE ports, for UCX_NET_DEVICES */
 };
 
 struct dra_inventory {
@@ -44,12 +45,14 @@ struct dra_inventory {
 };
 
 /* The DNS label of node->devices[i] (rules above); node in discovery order. */
-void dra_device_name(const struct disc_node *node, size_t i, char buf[static DRA_DEVICE_NAME_MAX + 1]);
+void dra_device_name(const struct disc_node *node, size_t i,
+		     char buf[static DRA_DEVICE_NAME_MAX + 1]);
 
 /*
  * Builds the inventory: every usable device that a pool of a takes, with its name, CDI
  * ID (spec_qualified_name(kind, spec_device_id())) and health. node and cfg must outlive
- * it. 0 or -ENOMEM.
+ * it. 0, -EINVAL (a NULL argument, a stale assignment, a CDI name over 319 chars) or
+ * -ENOMEM.
  */
 int dra_inventory_build(const struct disc_node *node, const struct cfg *cfg,
 			const struct cfg_assignment *a, const char *kind,

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * inventory: the devices the DRA driver publishes, named by the rules in inventory.h.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "inventory.h"
+#include "specs.h"
+
+/* FNV-1a (32-bit fold of the 64-bit hash, as specs/build.c): names must not change
+ * across hosts and releases. */
+static uint32_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return (uint32_t)h;
+}
+
+/* True when another usable device sits on the same PCI function as node->devices[i]
+ * (the same test as spec_device_id(), so a name and an ID never disagree). */
+static bool shares_function(const struct disc_node *node, size_t i)
+{
+	const char *pci = node->devices[i].pci;
+
+	if (pci[0] == '\0')
+		return false;
+	/* Devices are sorted by PCI address: siblings are adjacent. */
+	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
+		if (disc_device_usable(&node->devices[j]))
+			return true;
+	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
+		if (disc_device_usable(&node->devices[j]))
+			return true;
+	return false;
+}
+
+/* Appends s made a label (lowercase, anything outside [a-z0-9] as '-') at buf[off]. */
+static size_t label_append(char *buf, size_t size, size_t off, const char *s)
+{
+	for (; *s && off + 1 < size; s++, off++) {
+		char c = *s;
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		buf[off] = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
+	}
+	buf[off] = '\0';
+	return off;
+}
+
+void dra_device_name(const struct disc_node *node, size_t i,
+		     char buf[static DRA_DEVICE_NAME_MAX + 1])
+{
+	const struct disc_device *dev = &node->devices[i];
+	/* Room for the longest candidate: "pci-" + PCI + "-" + name, before the cut. */
+	char full[8 + DISC_PCI_MAX + DISC_NAME_MAX];
+	size_t n;
+
+	if (dev->pci[0]) {
+		n = label_append(full, sizeof(full), 0, "pci-");
+		n = label_append(full, sizeof(full), n, dev->pci);
+		if (shares_function(node, i)) {
+			n = label_append(full, sizeof(full), n, "-");
+			n = label_append(full, sizeof(full), n, dev->name);
+		}
+	} else {
+		n = label_append(full, sizeof(full), 0, "rdma-");
+		n = label_append(full, sizeof(full), n, dev->name);
+	}
+	/* A DNS label ends in an alphanumeric: a name ending in '_' or '.' (and any name too
+	 * long) takes the hash form, which ends in hex digits. */
+	if (n <= DRA_DEVICE_NAME_MAX && full[n - 1] != '-') {
+		memcpy(buf, full, n + 1);
+		return;
+	}
+	snprintf(buf, DRA_DEVICE_NAME_MAX + 1, "%.54s-%08x", full, (unsigned)fnv1a(dev->name));
+}
+
+/* "mlx5_3:1,mlx5_3:2": the ACTIVE ports, else the first (as the bridge's
+ * UCX_NET_DEVICES entries, bridge/table.c). Entries that do not fit are left out. */
+static void ucx_devices(const struct disc_device *dev, char *buf, size_t size)
+{
+	size_t off = 0, n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < dev->n_ports; i++) {
+		int w;
+
+		if (dev->ports[i].state != 4)
+			continue;
+		w = snprintf(buf + off, size - off, "%s%s:%u", n ? "," : "", dev->name,
+			     dev->ports[i].num);
+		if (w < 0 || (size_t)w >= size - off) {
+			buf[off] = '\0';
+			break;
+		}
+		off += (size_t)w;
+		n++;
+	}
+	if (n == 0)
+		snprintf(buf, size, "%s:%u", dev->name, dev->n_ports ? dev->ports[0].num : 1);
+}
+
+static int hca_init(struct dra_hca *h, const struct disc_node *node, size_t i, long pool,
+		    const char *kind)
+{
+	const struct disc_device *d = &node->devices[i];
+	char id[SPEC_ID_MAX + 1];
+	_cleanup_free_ char *q = NULL;
+	int n;
+
+	dra_device_name(node, i, h->name);
+	h->dev = i;
+	h->d = d;
+	h->pool = pool;
+	h->healthy = disc_device_healthy(d);
+	if (disc_device_health_reason(d, h->reason, sizeof(h->reason)) < 0)
+		h->reason[0] = '\0';
+	spec_device_id(node, i, id);
+	q = spec_qualified_name(kind, id);
+	if (!q)
+		return -ENOMEM;
+	n = snprintf(h->cdi_id, sizeof(h->cdi_id), "%s", q);
+	if (n < 0 || (size_t)n >= sizeof(h->cdi_id))
+		return -EINVAL;
+	ucx_devices(d, h->ucx, sizeof(h->ucx));
+	return 0;
+}
+
+int dra_inventory_build(const struct disc_node *node, const struct cfg *cfg,
+			const struct cfg_assignment *a, const char *kind,
+			struct dra_inventory **ret)
+{
+	struct dra_inventory *inv;
+	size_t n = 0;
+	int r;
+
+	if (!node || !cfg || !a || !kind || !ret || a->n_devices != node->n_devices)
+		return -EINVAL;
+	inv = calloc(1, sizeof(*inv));
+	if (!inv)
+		return -ENOMEM;
+	inv->node = node;
+	inv->cfg = cfg;
+	for (size_t i = 0; i < node->n_devices; i++)
+		n += a->pool_of[i] >= 0 && disc_device_usable(&node->devices[i]);
+	if (n) {
+		inv->hcas = calloc(n, sizeof(*inv->hcas));
+		if (!inv->hcas) {
+			free(inv);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < node->n_devices; i++) {
+		long p = a->pool_of[i];
+
+		if (p < 0 || (size_t)p >= cfg->n_pools || !disc_device_usable(&node->devices[i]))
+			continue;
+		r = hca_init(&inv->hcas[inv->n_hcas], node, i, p, kind);
+		if (r < 0) {
+			dra_inventory_free(inv);
+			return r;
+		}
+		inv->n_hcas++;
+	}
+	*ret = inv;
+	return 0;
+}
+
+void dra_inventory_free(struct dra_inventory *inv)
+{
+	if (!inv)
+		return;
+	free(inv->hcas);
+	free(inv);
+}
+
+const struct dra_hca *dra_inventory_find(const struct dra_inventory *inv, const char *name)
+{
+	if (!inv || !name)
+		return NULL;
+	for (size_t i = 0; i < inv->n_hcas; i++)
+		if (strcmp(inv->hcas[i].name, name) == 0)
+			return &inv->hcas[i];
+	return NULL;
+}
