@@ -53,6 +53,7 @@ struct gc_server {
 	size_t n_methods;
 	void *handles[GC_METHODS_MAX];
 	gc_unary_fn unary;
+	gc_unary_deferrable_fn unary_deferrable;
 	void *userdata;
 	/* under rt->lock */
 	unsigned refs; /* owner + requested calls + streams + pending shutdown */
@@ -70,7 +71,14 @@ struct gc_server {
 	void *done_userdata;
 };
 
-/* A requested call, then (for unary methods) its answer. */
+/*
+ * A requested call, then (for unary methods) its answer. A call of a deferrable server
+ * is a struct gc_deferred for its handler: its RECV_CLOSE_ON_SERVER is posted before the
+ * handler runs, so a cancel, the deadline or a server stop shows up as an event; then
+ * the grpc_call is released at once (a server shutdown waits for it) while the struct
+ * stays until its holder answered. refs count the holder, the close and send batches
+ * and on_request itself.
+ */
 struct gc_call {
 	struct gc_tag tag;
 	struct gc_server *s;
@@ -82,6 +90,10 @@ struct gc_call {
 	grpc_byte_buffer *payload, *reply;
 	grpc_slice status_details;
 	int cancelled;
+	/* deferrable calls only, under rt->lock */
+	struct gc_tag close_tag, send_tag;
+	unsigned refs;
+	bool closed, sending, answered;
 };
 
 struct gc_stream {
@@ -256,6 +268,176 @@ static void answer(struct gc_call *c, grpc_status_code code, const char *details
 	}
 }
 
+/* ---- deferrable unary calls ------------------------------------------------------------ */
+
+/* Once the call is over and nothing is in flight, gRPC may have it back. */
+static void deferred_release_call_locked(struct gc_call *c)
+{
+	if (c->call && c->closed && !c->sending) {
+		grpc_call_unref(c->call);
+		c->call = NULL;
+	}
+}
+
+static void deferred_unref(struct gc_call *c)
+{
+	struct gc_server *s = c->s;
+	bool last;
+
+	pthread_mutex_lock(&s->rt->lock);
+	last = --c->refs == 0;
+	pthread_mutex_unlock(&s->rt->lock);
+	if (last) {
+		call_free(c);
+		server_unref(s);
+	}
+}
+
+static void on_deferred_closed(struct gc_tag *tag, bool ok)
+{
+	struct gc_call *c = container_of(tag, struct gc_call, close_tag);
+
+	pthread_mutex_lock(&c->s->rt->lock);
+	c->closed = true;
+	if (!c->answered)
+		log_debug("%s: a call was cancelled before its answer", c->s->name);
+	deferred_release_call_locked(c);
+	pthread_mutex_unlock(&c->s->rt->lock);
+	deferred_unref(c);
+}
+
+static void on_deferred_sent(struct gc_tag *tag, bool ok)
+{
+	struct gc_call *c = container_of(tag, struct gc_call, send_tag);
+
+	pthread_mutex_lock(&c->s->rt->lock);
+	c->sending = false;
+	deferred_release_call_locked(c);
+	pthread_mutex_unlock(&c->s->rt->lock);
+	deferred_unref(c);
+}
+
+/* Sends the answer (bb owned, may be NULL) unless the call is gone; drops the holder's
+ * reference. */
+static void deferred_send(struct gc_call *c, grpc_status_code code, grpc_byte_buffer *bb,
+			  const char *details)
+{
+	struct gc_server *s = c->s;
+	grpc_op ops[3];
+	size_t n = 0;
+	grpc_call_error e;
+
+	memset(ops, 0, sizeof(ops));
+	pthread_mutex_lock(&s->rt->lock);
+	if (c->answered) {
+		log_error("%s: a deferred call was answered twice, ignoring", s->name);
+	} else if (!c->closed && c->call) {
+		ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+		if (code == GRPC_STATUS_OK) {
+			/* A unary OK carries a message, an empty one at least. */
+			if (!bb)
+				bb = grpc_raw_byte_buffer_create(NULL, 0);
+			c->reply = bb;
+			bb = NULL;
+			ops[n].op = GRPC_OP_SEND_MESSAGE;
+			ops[n++].data.send_message.send_message = c->reply;
+		}
+		if (details && *details)
+			c->status_details = grpc_slice_from_copied_string(details);
+		ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+		ops[n].data.send_status_from_server.status = code;
+		ops[n++].data.send_status_from_server.status_details =
+		    details && *details ? &c->status_details : NULL;
+		e = grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL);
+		if (e == GRPC_CALL_OK) {
+			c->sending = true;
+			c->refs++;
+		} else {
+			log_error("%s: answering a call failed (grpc_call_error %d)", s->name,
+				  (int)e);
+			grpc_call_cancel(c->call, NULL);
+		}
+	} else {
+		log_debug("%s: the answer to a call that is gone is dropped", s->name);
+	}
+	c->answered = true;
+	pthread_mutex_unlock(&s->rt->lock);
+	if (bb)
+		grpc_byte_buffer_destroy(bb);
+	deferred_unref(c);
+}
+
+void gc_deferred_answer(struct gc_deferred *call, grpc_status_code status, const void *reply,
+			size_t len, const char *details)
+{
+	struct gc_call *c = (struct gc_call *)call;
+	grpc_byte_buffer *bb = NULL;
+
+	if (status == GRPC_STATUS_OK) {
+		grpc_slice slice = grpc_slice_from_copied_buffer(reply, len);
+
+		bb = grpc_raw_byte_buffer_create(&slice, 1);
+		grpc_slice_unref(slice);
+	}
+	deferred_send(c, status, bb, details);
+}
+
+bool gc_deferred_is_gone(struct gc_deferred *call)
+{
+	struct gc_call *c = (struct gc_call *)call;
+	bool gone;
+
+	pthread_mutex_lock(&c->s->rt->lock);
+	gone = c->closed;
+	pthread_mutex_unlock(&c->s->rt->lock);
+	return gone;
+}
+
+static void deferred_run(struct gc_call *c)
+{
+	struct gc_server *s = c->s;
+	grpc_byte_buffer *reply = NULL;
+	char details[256] = "";
+	grpc_call_error e;
+	grpc_op op;
+	int code;
+
+	c->close_tag.fn = on_deferred_closed;
+	c->send_tag.fn = on_deferred_sent;
+	c->refs = 3; /* the handler, the close batch, this function */
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	op.data.recv_close_on_server.cancelled = &c->cancelled;
+	pthread_mutex_lock(&s->rt->lock);
+	e = grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL);
+	pthread_mutex_unlock(&s->rt->lock);
+	if (e != GRPC_CALL_OK) {
+		log_error("%s: a call could not be started (grpc_call_error %d)", s->name, (int)e);
+		grpc_call_cancel(c->call, NULL);
+		call_free(c);
+		server_unref(s);
+		return;
+	}
+	code = s->unary_deferrable(s->userdata, c->method, c->payload, (struct gc_deferred *)c,
+				   &reply, details, sizeof(details));
+	/* Read by now; a deferred call may wait long for its answer. Only this thread
+	 * touches the payload, and our reference keeps c. */
+	if (c->payload) {
+		grpc_byte_buffer_destroy(c->payload);
+		c->payload = NULL;
+	}
+	if (code != GC_STATUS_DEFERRED) {
+		if (code != GRPC_STATUS_OK && reply) {
+			grpc_byte_buffer_destroy(reply);
+			reply = NULL;
+		}
+		deferred_send(c, (grpc_status_code)code, reply, details);
+	} else if (reply) {
+		grpc_byte_buffer_destroy(reply);
+	}
+	deferred_unref(c);
+}
+
 static void stream_open(struct gc_call *c);
 
 static void on_request(struct gc_tag *tag, bool ok)
@@ -281,6 +463,10 @@ static void on_request(struct gc_tag *tag, bool ok)
 	}
 	if (s->methods[c->method].streaming) {
 		stream_open(c);
+		return;
+	}
+	if (s->unary_deferrable) {
+		deferred_run(c);
 		return;
 	}
 	code = s->unary(s->userdata, c->method, c->payload, &c->reply, details, sizeof(details));
@@ -527,6 +713,7 @@ int gc_server_start(struct gc_runtime *rt, const struct gc_server_config *cfg,
 	s->name = strdup(cfg->name ? cfg->name : cfg->socket_path);
 	s->n_methods = cfg->n_methods;
 	s->unary = cfg->unary;
+	s->unary_deferrable = cfg->unary_deferrable;
 	s->userdata = cfg->userdata;
 	for (size_t m = 0; m < cfg->n_methods; m++) {
 		s->methods[m] = cfg->methods[m];

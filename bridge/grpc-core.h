@@ -4,8 +4,10 @@
  * one thread, tags, server instances on unix sockets with their lifecycle, server
  * streams that always carry the latest published message, and unary client calls.
  *
- * Threads: gc_*() functions are called from the loop thread. Unary handlers run on the
- * completion-queue thread (so calls are answered while the loop is busy); every other
+ * Threads: gc_*() functions are called from the loop thread (gc_deferred_answer() from
+ * any). Unary handlers run on the completion-queue thread (so calls are answered while
+ * the loop is busy); a deferrable handler may keep the call and answer it later, from the
+ * loop, after work the completion-queue thread must not wait for; every other
  * callback (server stopped, client call finished) runs on the loop thread, through the
  * mailbox. Nothing here blocks the loop: stopping a server returns at once and its
  * grpc_server is destroyed on the loop thread when its shutdown completes.
@@ -26,6 +28,7 @@
 struct gc_runtime;
 struct gc_server;
 struct gc_client_call;
+struct gc_deferred;
 
 /* grpc_init() and the completion-queue thread; callbacks reach the loop through mb. */
 int gc_runtime_new(struct mailbox *mb, struct gc_runtime **ret);
@@ -50,11 +53,25 @@ typedef grpc_status_code (*gc_unary_fn)(void *userdata, unsigned method, grpc_by
 					grpc_byte_buffer **reply, char *details,
 					size_t details_len);
 
+/* What a gc_unary_deferrable_fn returns when it keeps the call to answer it later. */
+#define GC_STATUS_DEFERRED (-1)
+
+/*
+ * As gc_unary_fn, but the handler may keep call: it returns GC_STATUS_DEFERRED and answers
+ * later with gc_deferred_answer() (exactly once, from any thread; it may have done so
+ * already by the time it returns). Any other return value is the status, answered at once
+ * as for gc_unary_fn, and call must not be used afterwards.
+ */
+typedef int (*gc_unary_deferrable_fn)(void *userdata, unsigned method, grpc_byte_buffer *request,
+				      struct gc_deferred *call, grpc_byte_buffer **reply,
+				      char *details, size_t details_len);
+
 struct gc_server_config {
 	const char *socket_path; /* absolute */
 	const struct gc_method *methods;
 	size_t n_methods; /* <= GC_METHODS_MAX */
 	gc_unary_fn unary;
+	gc_unary_deferrable_fn unary_deferrable; /* used instead of unary when set */
 	void *userdata;
 	int max_message;  /* largest request accepted, bytes */
 	const char *name; /* for log lines: the resource */
@@ -80,6 +97,17 @@ size_t gc_server_publish(struct gc_server *s, unsigned method, const void *msg, 
  * socket path may be bound again. s must not be used afterwards. Accepts NULL.
  */
 void gc_server_stop(struct gc_server *s, void (*done)(void *userdata), void *userdata);
+
+/*
+ * Answers a deferred call: status, the packed reply (copied; sent only with
+ * GRPC_STATUS_OK, len 0 = an empty message) and details (NULL or one line). When the peer
+ * cancelled, the deadline passed or the server stopped meanwhile, the answer is dropped.
+ * Consumes call in every case. Any thread.
+ */
+void gc_deferred_answer(struct gc_deferred *call, grpc_status_code status, const void *reply,
+			size_t len, const char *details);
+/* True once the call can no longer be answered (cancelled, deadline, server stopped). */
+bool gc_deferred_is_gone(struct gc_deferred *call);
 
 /* Result of a unary client call, on the loop thread; reply NULL unless status is OK. */
 typedef void (*gc_client_fn)(void *userdata, grpc_status_code status, const char *details,

@@ -38,7 +38,6 @@
 #include "inventory.h"
 #include "slices.h"
 #include "claims.h"
-struct dra_service; /* service.h names it only inside a parameter list */
 #include "service.h"
 
 #define EXIT_WAIT_USEC (3 * 1000000ULL) /* for server shutdowns to complete at exit */

@@ -31,11 +31,14 @@
 
 enum dra_batch_kind { DRA_BATCH_PREPARE, DRA_BATCH_UNPREPARE };
 
+/* Validated on the gRPC thread (service-internal.h): uid [A-Za-z0-9_.:-]{1,128}, namespace
+ * a DNS label, name a DNS subdomain; a UID appears once per batch. */
 struct dra_claim_ref {
-	const char *namespace, *uid, *name; /* validated: non-empty, no NUL, bounded */
+	const char *namespace, *uid, *name;
 };
 
 struct dra_batch;
+struct dra_service;
 
 struct dra_service_config {
 	const char *driver;	  /* "rdma.example" */
@@ -49,21 +52,25 @@ struct dra_service_config {
 };
 
 /* Serves both sockets (0600; stale sockets replaced, a live one -EADDRINUSE, a
- * non-socket -EEXIST, each logged). Watches the registry dir through fw. */
-int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw,
-		      struct gc_runtime *rt, const struct dra_service_config *cfg,
-		      struct dra_service **ret);
-/* Stops serving and removes our sockets without blocking. Accepts NULL. */
+ * non-socket -EEXIST, each logged). Watches the registry dir through fw (NULL: the poll
+ * alone). -EINVAL when driver, the absolute dirs or the batch callback are missing. As
+ * after dra_service_free(), keep the loop running until gc_runtime_idle(rt): instances
+ * that were started finish their shutdown there. */
+int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw, struct gc_runtime *rt,
+		      const struct dra_service_config *cfg, struct dra_service **ret);
+/* Stops serving and removes our sockets without blocking; batches handed out stay valid
+ * (finish them as usual), those not yet delivered are answered UNAVAILABLE. Accepts NULL. */
 void dra_service_free(struct dra_service *s);
 
 enum dra_batch_kind dra_batch_kind(const struct dra_batch *b);
 size_t dra_batch_n_claims(const struct dra_batch *b);
 const struct dra_claim_ref *dra_batch_claim(const struct dra_batch *b, size_t i);
-/* Claim i succeeded: prepared devices (Prepare; pool = the slice pool, the node name);
- * p NULL for Unprepare. */
+/* Claim i succeeded: prepared devices (Prepare; pool = the slice pool, the node name;
+ * p is copied); p NULL for Unprepare. A second answer or fail replaces the first.
+ * -EINVAL (i out of range, Prepare without p or pool), -ENOMEM (claim left unanswered). */
 int dra_batch_answer(struct dra_batch *b, size_t i, const struct dra_prepared_claim *p,
 		     const char *pool);
-/* Claim i failed with error (one line). */
+/* Claim i failed with error (one line; "" becomes "failed"). -EINVAL, -ENOMEM. */
 int dra_batch_fail(struct dra_batch *b, size_t i, const char *error);
 /* Sends the reply (claims left unanswered get an error saying so) and frees b. When the
  * kubelet gave up meanwhile (deadline, cancel), b is simply freed. */
@@ -74,11 +81,10 @@ enum dra_health { DRA_HEALTH_UNKNOWN = 0, DRA_HEALTH_HEALTHY = 1, DRA_HEALTH_UNH
 struct dra_device_health {
 	const char *pool, *device;
 	enum dra_health health;
-	const char *message; /* the reason, "" when healthy */
+	const char *message;  /* the reason, "" when healthy */
 	int64_t last_updated; /* Unix seconds */
 };
 
 /* The complete health list for every NodeWatchResources stream (v1 and v1alpha1); the
  * last one is kept for streams opened later. */
-void dra_service_publish_health(struct dra_service *s, const struct dra_device_health *h,
-				size_t n);
+void dra_service_publish_health(struct dra_service *s, const struct dra_device_health *h, size_t n);

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * service internals the tests and the fuzzer reach: the decoding and validation of a
+ * NodePrepareResources/NodeUnprepareResources request (the two requests share one wire
+ * layout: repeated Claim claims = 1), without sockets or threads.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service.h"
+
+#define DRA_UID_MAX 128		/* Kubernetes UIDs are 36-char UUIDs */
+#define DRA_NAMESPACE_MAX 63	/* a DNS label */
+#define DRA_NAME_MAX 253	/* a DNS subdomain */
+#define DRA_MESSAGE_MAX 1048576 /* a request of DRA_CLAIMS_PER_CALL_MAX full claims fits */
+
+/* A decoded request: distinct UIDs in request order (a repeated UID is kept once, the
+ * first time it appears), strings owned. */
+struct dra_request {
+	struct dra_claim_ref *claims;
+	size_t n_claims;
+};
+
+/*
+ * Decodes buf[0..len) (a packed request) and validates every claim: at most
+ * DRA_CLAIMS_PER_CALL_MAX (counted on the wire before anything is unpacked), uid
+ * non-empty, at most DRA_UID_MAX chars of [A-Za-z0-9_.:-], namespace a DNS label, name a
+ * DNS subdomain, no string holding a NUL byte. -EBADMSG (not a message), -E2BIG (too
+ * many claims), -EINVAL (a bad claim) with one line in err naming the claim; -ENOMEM.
+ * *ret written only on success. Never logs.
+ */
+int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret, char *err,
+		       size_t errlen);
+void dra_request_free(struct dra_request *r);
