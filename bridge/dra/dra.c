@@ -89,6 +89,7 @@ struct dra {
 	const char *spec_dir;
 	bool pools_loud;
 	cJSON *spec_on_disk; /* the spec we last wrote or found up to date */
+	bool spec_ok;	     /* the last scan's names all resolve from it */
 	struct spec_keeper *keeper;
 	struct dra_inventory *inv; /* in force: what is published and prepared from */
 	struct kube_config *kcfg;
@@ -324,7 +325,7 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	struct dra_inventory *inv = NULL;
 	char err[512] = "";
-	bool on_disk = true;
+	bool on_disk;
 	int r;
 
 	r = cfg_assign(d->cfg, node, &a, err, sizeof(err));
@@ -340,9 +341,8 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 	}
 	d->pools_loud = false;
 	if (write)
-		on_disk = write_spec(d, node);
-	else
-		on_disk = d->first_done; /* nothing changed since the spec was judged */
+		d->spec_ok = write_spec(d, node);
+	on_disk = d->spec_ok; /* unchanged node: as the spec was last judged */
 	r = dra_inventory_build(node, d->cfg, a, d->spec.kind, &inv);
 	if (r < 0) {
 		log_error_errno(r, "building the device inventory failed");

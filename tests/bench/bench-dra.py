@@ -224,8 +224,8 @@ def main():
           "the real driver against the API-server double (HTTPS with a test CA, Python "
           "stdlib) and the kubelet DRA double (python3-grpcio), on the `dgx` fixture (10 "
           "HCAs) and on `mksysfs.py build scale --devices 2000`; fixtures, spec and plugin "
-          "dirs on tmpfs (`/dev/shm`: fsync costs nothing there; on a disk add two fsyncs "
-          "of the checkpoint and one of the claim spec per Prepare). %d Prepare rounds "
+          "dirs on tmpfs (`/dev/shm`: fsync costs nothing there; on a disk add the fsyncs "
+          "of the claim spec and the checkpoint to each Prepare). %d Prepare rounds "
           "after %d warm-up rounds.\n" % (a.rounds, a.warmup))
     print("| figure | p50 | p99 | max |")
     print("|---|---|---|---|")
