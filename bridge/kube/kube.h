@@ -27,9 +27,9 @@
 #define KUBE_BODY_MAX (16u * 1024 * 1024) /* largest answer (or watch event) accepted */
 
 struct kube_config {
-	char *server;  /* "https://host:port", no trailing slash */
-	char *ca_file; /* PEM file, or NULL when ca_data */
-	char *ca_data; /* PEM bytes (certificate-authority-data decoded), or NULL */
+	char *server;	  /* "https://host:port", no trailing slash */
+	char *ca_file;	  /* PEM file, or NULL when ca_data */
+	char *ca_data;	  /* PEM bytes (certificate-authority-data decoded), or NULL */
 	size_t ca_len;
 	char *token;	  /* a static bearer token, or NULL */
 	char *token_file; /* read before each request when it changed; or NULL */
