@@ -48,6 +48,7 @@ struct dra_publisher {
 
 	struct kube_call *watch;
 	uint64_t watch_since; /* CLOCK_MONOTONIC ms */
+	unsigned watch_backoff_ms;
 
 	sd_event_source *timer; /* deferred work, and the backoff */
 	bool in_backoff;
@@ -296,10 +297,20 @@ static void on_watch_end(void *userdata, const struct kube_reply *r)
 	p->synced = false;
 	if (r->status != 200 && r->status != 0)
 		failure_log(p, "watch", r);
-	if (now_ms() - p->watch_since < WATCH_SHORT_MS && !p->call && !p->in_backoff)
-		backoff(p, r->retry_after_sec);
-	else
+	/* A server that ends every watch at once: wait longer each time (its own backoff,
+	 * as the list between two watches succeeds and resets the calls' one). */
+	if (now_ms() - p->watch_since >= WATCH_SHORT_MS) {
+		p->watch_backoff_ms = 0;
 		kick(p);
+		return;
+	}
+	p->watch_backoff_ms = p->watch_backoff_ms ? p->watch_backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (p->watch_backoff_ms > BACKOFF_MAX_MS)
+		p->watch_backoff_ms = BACKOFF_MAX_MS;
+	if (p->call || p->in_backoff)
+		return;
+	p->in_backoff = true;
+	arm(p, p->watch_backoff_ms);
 }
 
 static void watch_start(struct dra_publisher *p)
