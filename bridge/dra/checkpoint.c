@@ -595,9 +595,11 @@ int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, char *err,
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0 && errno == ENOENT)
 		return empty(ret) < 0 ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+	if (dirfd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return fail(err, errlen, -ELOOP, "%s: is a symlink, not followed", qdir);
 	if (dirfd < 0)
-		return fail(err, errlen, -errno, "%s: %s%s", qdir,
-			    errno == ELOOP ? "is a symlink, not followed: " : "", strerror(errno));
+		return fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
 
 	fd = openat(dirfd, DRA_CHECKPOINT_NAME,
 		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
