@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A hand-made inventory for the claims tests (struct dra_inventory is a plain struct, so
- * these tests need neither sysfs nor inventory.c), plus claim JSON helpers.
+ * these tests need neither sysfs nor inventory.c), plus claim JSON helpers. Shared by the
+ * tests and fuzz-claim.
  *
  *   device             RDMA    pool               health          ucx
  *   pci-0000-3b-00-0   mlx5_2  0 excl             healthy         mlx5_2:1
@@ -16,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tap.h"
 #include "claims-internal.h"
 #include "config.h"
 

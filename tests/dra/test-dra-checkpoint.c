@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cdi.h"
+#include "../tap.h"
 #include "claims-fixture.h"
 #include "dra.h"
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "cdi.h"
+#include "../tap.h"
 #include "claims-fixture.h"
 
 #define UID "0b5e3c1a-7f2d-4e6b-9a1c-2d3e4f5a6b7c"
