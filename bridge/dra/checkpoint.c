@@ -6,6 +6,7 @@
  * the same suspicion as anything else, and a file we cannot read is left for a human.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -216,7 +217,7 @@ static bool text_ok(const char *s, size_t max)
 /* A base name in the spec dir: what dra_claim_spec_file_name makes (no '/', not hidden). */
 static bool spec_file_ok(const char *s)
 {
-	return name_is_safe(s, 200) && s[0] != '.';
+	return name_is_safe(s, NAME_MAX) && s[0] != '.';
 }
 
 /* Why p cannot be recorded, or NULL. */

@@ -323,6 +323,35 @@ static void test_symlinks(void)
 	rmdir(path_of("real"));
 }
 
+/* The longest driver (a 63-character DNS subdomain) and UID still make a recordable claim. */
+static void test_longest_names(void)
+{
+	char driver[64], uid[DRA_UID_MAX + 1], err[512] = "";
+	struct dra_checkpoint c = {0}, *back = NULL;
+	struct dra_prepared_claim *p;
+	int r;
+
+	memset(driver, 'd', sizeof(driver) - 1);
+	memcpy(driver + 40, ".example", 8);
+	driver[sizeof(driver) - 1] = '\0';
+	memset(uid, 'u', sizeof(uid) - 1);
+	uid[sizeof(uid) - 1] = '\0';
+	p = claim(uid, "pci-0000-3b-00-0", 1);
+	free(p->spec_file);
+	p->spec_file = dra_claim_spec_file_name(driver, uid);
+	ok(p->spec_file != NULL, "a spec file name for the longest driver and UID");
+	EQ_INT(dra_checkpoint_add(&c, p), 0, "added");
+	r = dra_checkpoint_save(&c, tmpdir, err, sizeof(err));
+	if (!ok(r == 0, "saved"))
+		printf("#   %d %s\n", r, err);
+	EQ_INT(dra_checkpoint_load(tmpdir, &back, err, sizeof(err)), 0, "loaded");
+	ok(back && back->n_claims == 1 && !strcmp(back->claims[0].uid, uid), "the same claim");
+	dra_checkpoint_free(back);
+	dra_checkpoint_remove(&c, uid);
+	free(c.claims);
+	unlink(path_of(DRA_CHECKPOINT_NAME));
+}
+
 static void test_parse(void)
 {
 	struct dra_checkpoint *c = NULL;
@@ -362,6 +391,7 @@ int main(void)
 	test_corrupt();
 	test_oversize();
 	test_symlinks();
+	test_longest_names();
 	test_parse();
 	rmdir(tmpdir);
 	return tap_done();
