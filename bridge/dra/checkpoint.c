@@ -6,6 +6,7 @@
  * the same suspicion as anything else, and a file we cannot read is left for a human.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -216,7 +217,7 @@ static bool text_ok(const char *s, size_t max)
 /* A base name in the spec dir: what dra_claim_spec_file_name makes (no '/', not hidden). */
 static bool spec_file_ok(const char *s)
 {
-	return name_is_safe(s, 200) && s[0] != '.';
+	return name_is_safe(s, NAME_MAX) && s[0] != '.';
 }
 
 /* Why p cannot be recorded, or NULL. */
@@ -595,9 +596,11 @@ int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, char *err,
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0 && errno == ENOENT)
 		return empty(ret) < 0 ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+	if (dirfd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return fail(err, errlen, -ELOOP, "%s: is a symlink, not followed", qdir);
 	if (dirfd < 0)
-		return fail(err, errlen, -errno, "%s: %s%s", qdir,
-			    errno == ELOOP ? "is a symlink, not followed: " : "", strerror(errno));
+		return fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
 
 	fd = openat(dirfd, DRA_CHECKPOINT_NAME,
 		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);

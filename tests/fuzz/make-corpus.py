@@ -137,3 +137,50 @@ put("bridge", "preferred-negative", b"\3" + container(sriov, (), -1))
 put("bridge", "preferred-sriov", b"\4" + container(
     ["%s-s%d" % (d, k) for d in sriov for k in range(3)], (), 4))
 put("bridge", "empty", b"\4")
+
+
+# claim: one input read both as a ResourceClaim (the API server's JSON; results against
+# tests/dra/claims-fixture.h's devices) and as the DRA checkpoint file.
+def claim(uid, results, extra=""):
+    return ('{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":'
+            '{"namespace":"default","name":"c1","uid":"%s"},"status":{"allocation":'
+            '{"devices":{"results":[%s]}%s}}}' % (uid, ",".join(results), extra))
+
+
+def result(request, device, more=""):
+    return ('{"request":"%s","driver":"rdma.example","pool":"node1","device":"%s"%s}'
+            % (request, device, more))
+
+
+U = "0b5e3c1a-7f2d-4e6b-9a1c-2d3e4f5a6b7c"
+put("claim", "claim-one", claim(U, [result("nic", "pci-0000-3b-00-0")]))
+put("claim", "claim-merge", claim(U, [result("a", "pci-0000-3b-00-0"),
+                                      result("b", "pci-0000-3b-00-0"),
+                                      result("c", "pci-0000-af-00-0", ',"shareID":"s-1"')]))
+put("claim", "claim-nccl", claim(U, [result("a", "pci-0000-5e-00-0"),
+                                     result("b", "pci-0000-86-00-0")]))
+put("claim", "claim-tolerated", claim(U, [result(
+    "nic", "pci-0000-d8-00-0",
+    ',"tolerations":[{"key":"rdma.example/unhealthy","operator":"Exists",'
+    '"effect":"NoSchedule"}]')]))
+put("claim", "claim-unhealthy", claim(U, [result("nic", "pci-0000-d8-00-0")]))
+put("claim", "claim-unknown", claim(U, [result("nic", "pci-0000-00-00-0")]))
+put("claim", "claim-other-driver", claim(U, [result("nic", "x").replace(
+    "rdma.example", "gpu.example")], ',"config":[{"opaque":{"driver":"x"}}]'))
+put("claim", "claim-bad-uid", claim("../x", [result("nic", "pci-0000-3b-00-0")]))
+put("claim", "claim-not-allocated",
+    '{"metadata":{"namespace":"default","name":"c1","uid":"u"},"status":{}}')
+put("claim", "claim-types", claim(U, [result("nic", "pci-0000-3b-00-0",
+                                             ',"adminAccess":"yes","tolerations":{}')]))
+put("claim", "checkpoint",
+    '{"version":1,"claims":[{"uid":"%s","namespace":"default","name":"c1",'
+    '"specFile":"rdma.example-claim_%s.json","devices":[{"device":"pci-0000-3b-00-0",'
+    '"requests":["a","b"],"cdiDeviceIDs":["rdma.example/hca=0000:3b:00.0",'
+    '"rdma.example/claim=%s"]}]}]}' % (U, U, U))
+put("claim", "checkpoint-empty", '{"version":1,"claims":[]}')
+put("claim", "checkpoint-v2", '{"version":2,"claims":[]}')
+put("claim", "checkpoint-dup",
+    '{"version":1,"claims":[{"uid":"u","namespace":"a","name":"b","devices":[{"device":'
+    '"d","requests":["r"],"cdiDeviceIDs":["k/c=x"]}]},{"uid":"u","namespace":"a","name":'
+    '"b","devices":[{"device":"d","requests":["r"],"cdiDeviceIDs":["k/c=x"]}]}]}')
+put("claim", "garbage", "\xff\x00{[")
