@@ -34,3 +34,15 @@ struct dra_request {
 int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret, char *err,
 		       size_t errlen);
 void dra_request_free(struct dra_request *r);
+
+/*
+ * A batch over req (ownership taken, also on failure) answered to call; NULL call for
+ * tests: dra_batch_finish() must then not be used, pack and free it instead. NULL on OOM.
+ */
+struct dra_batch *dra_batch_new(enum dra_batch_kind kind, struct dra_request *req,
+				struct gc_deferred *call);
+/* The response as dra_batch_finish() sends it (a packed NodePrepareResourcesResponse or
+ * NodeUnprepareResourcesResponse); *ret malloc'd. -ENOMEM. */
+int dra_batch_pack(const struct dra_batch *b, uint8_t **ret, size_t *ret_len);
+/* Frees b without answering its call. Accepts NULL. */
+void dra_batch_free(struct dra_batch *b);

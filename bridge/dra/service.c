@@ -353,7 +353,7 @@ static void answer_clear(struct answer *a)
 	a->n_devices = 0;
 }
 
-static void batch_free(struct dra_batch *b)
+void dra_batch_free(struct dra_batch *b)
 {
 	if (!b)
 		return;
@@ -362,6 +362,24 @@ static void batch_free(struct dra_batch *b)
 	free(b->answers);
 	dra_request_free(b->req);
 	free(b);
+}
+
+struct dra_batch *dra_batch_new(enum dra_batch_kind kind, struct dra_request *req,
+				struct gc_deferred *call)
+{
+	struct dra_batch *b = calloc(1, sizeof(*b));
+
+	if (b)
+		b->answers = calloc(req->n_claims ? req->n_claims : 1, sizeof(*b->answers));
+	if (!b || !b->answers) {
+		free(b);
+		dra_request_free(req);
+		return NULL;
+	}
+	b->call = call;
+	b->kind = kind;
+	b->req = req;
+	return b;
 }
 
 enum dra_batch_kind dra_batch_kind(const struct dra_batch *b)
@@ -549,6 +567,12 @@ static int pack_unprepare(const struct dra_batch *b, uint8_t **ret, size_t *ret_
 	return 0;
 }
 
+int dra_batch_pack(const struct dra_batch *b, uint8_t **ret, size_t *ret_len)
+{
+	return b->kind == DRA_BATCH_PREPARE ? pack_prepare(b, ret, ret_len)
+					    : pack_unprepare(b, ret, ret_len);
+}
+
 void dra_batch_finish(struct dra_batch *b)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
@@ -564,17 +588,16 @@ void dra_batch_finish(struct dra_batch *b)
 						      : "NodeUnprepareResources",
 			 b->req->n_claims);
 		gc_deferred_answer(b->call, GRPC_STATUS_CANCELLED, NULL, 0, NULL);
-		batch_free(b);
+		dra_batch_free(b);
 		return;
 	}
-	r = b->kind == DRA_BATCH_PREPARE ? pack_prepare(b, &buf, &len)
-					 : pack_unprepare(b, &buf, &len);
+	r = dra_batch_pack(b, &buf, &len);
 	if (r < 0)
 		gc_deferred_answer(b->call, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, 0,
 				   "out of memory building the answer");
 	else
 		gc_deferred_answer(b->call, GRPC_STATUS_OK, buf, len, NULL);
-	batch_free(b);
+	dra_batch_free(b);
 }
 
 /* ---- messages to the loop ------------------------------------------------------------------ */
@@ -596,7 +619,7 @@ static void run_post(void *userdata)
 	if (p->b && s->freed) {
 		gc_deferred_answer(p->b->call, GRPC_STATUS_UNAVAILABLE, NULL, 0,
 				   "the DRA driver is stopping");
-		batch_free(p->b);
+		dra_batch_free(p->b);
 	} else if (p->b) {
 		s->batch(s->userdata, p->b);
 	} else if (!s->freed && s->registered) {
@@ -652,6 +675,7 @@ static int on_dra_call(void *userdata, unsigned method, grpc_byte_buffer *reques
 	struct post *p;
 	char err[256];
 	grpc_slice slice;
+	size_t n;
 	int r;
 
 	if (read_payload(request, &slice) < 0) {
@@ -666,29 +690,20 @@ static int on_dra_call(void *userdata, unsigned method, grpc_byte_buffer *reques
 		snprintf(details, details_len, "%s: %s", what, err);
 		return r == -ENOMEM ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_INVALID_ARGUMENT;
 	}
-	b = calloc(1, sizeof(*b));
-	p = calloc(1, sizeof(*p));
-	if (b)
-		b->answers = calloc(req->n_claims ? req->n_claims : 1, sizeof(*b->answers));
-	if (!b || !p || !b->answers) {
-		free(p);
-		if (b)
-			free(b->answers);
-		free(b);
-		dra_request_free(req);
+	n = req->n_claims;
+	b = dra_batch_new(prepare ? DRA_BATCH_PREPARE : DRA_BATCH_UNPREPARE, req, call);
+	p = b ? calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
+		dra_batch_free(b);
 		snprintf(details, details_len, "%s: out of memory", what);
 		return GRPC_STATUS_RESOURCE_EXHAUSTED;
 	}
-	b->call = call;
-	b->kind = prepare ? DRA_BATCH_PREPARE : DRA_BATCH_UNPREPARE;
-	b->req = req;
 	log_debug("%s (%s) of %zu claim(s) handed to the driver", what,
-		  method == M_PREPARE_V1 || method == M_UNPREPARE_V1 ? "v1" : "v1beta1",
-		  req->n_claims);
+		  method == M_PREPARE_V1 || method == M_UNPREPARE_V1 ? "v1" : "v1beta1", n);
 	p->b = b;
 	if (post(s, p) < 0) {
 		b->call = NULL;
-		batch_free(b);
+		dra_batch_free(b);
 		snprintf(details, details_len, "%s: out of memory", what);
 		return GRPC_STATUS_RESOURCE_EXHAUSTED;
 	}
