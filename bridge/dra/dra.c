@@ -584,7 +584,8 @@ static void on_claim(void *userdata, const struct kube_reply *rep)
 }
 
 /* What goes into the claim's URL is a namespace (DNS label) and a name (DNS subdomain),
- * which also makes it safe in a path without escaping. */
+ * which also makes it safe in a path without escaping. The service checks the same on
+ * the gRPC thread; this keeps the URL safe whatever a batch holds. */
 static const char *claim_ref_problem(const struct dra_claim_ref *ref)
 {
 	if (!dns_label_ok(ref->namespace, strnlen(ref->namespace, 64)))
@@ -1160,8 +1161,6 @@ static int start_service(struct dra *d)
 
 	if (r < 0)
 		return log_error_errno(r, "serving the kubelet failed");
-	log_info("serving %s/%s-reg.sock and %s/%s", d->registry_dir, d->driver, d->plugin_dir,
-		 DRA_SOCKET_NAME);
 	d->health_sent = false; /* the first list goes out whatever it holds */
 	publish_health(d);
 	return 0;

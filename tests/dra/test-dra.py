@@ -504,7 +504,6 @@ def sc_bad_claims(c):
         "busy": ("ns2", "busy", busy["metadata"]["uid"]),
         "gone": ("default", "gone", gone["metadata"]["uid"]),
         "ghost": ("default", "ghost", ghost["metadata"]["uid"]),
-        "badns": ("Bad_NS", "x", str(uuid.uuid4())),
     }
     ans = cl.prepare(list(batch.values()))
     tap.ok(set(ans) == {v[2] for v in batch.values()}, "every claim of the batch is answered",
@@ -523,7 +522,6 @@ def sc_bad_claims(c):
         "busy": hu,
         "gone": "not found",
         "ghost": "pci-0000-ee-00-0",
-        "badns": "namespace",
     }
     for k, needle in expect.items():
         e = err(k)
@@ -535,8 +533,17 @@ def sc_bad_claims(c):
            "refused claims leave no spec behind", left)
     ck = c.checkpoint()
     tap.ok(all(batch[k][2] not in ck for k in expect), "... and nothing in the checkpoint")
+    # A claim whose namespace is no DNS label makes the request malformed: refused whole,
+    # before it reaches the driver, and nothing is asked of the API server.
+    try:
+        cl.prepare([("Bad_NS", "x", str(uuid.uuid4()))])
+        tap.ok(False, "a request with a bad namespace is refused")
+    except kdd.grpc.RpcError as e:
+        tap.ok(e.code() == kdd.grpc.StatusCode.INVALID_ARGUMENT and "Bad_NS" in e.details(),
+               "a request with a namespace that is no DNS label: INVALID_ARGUMENT",
+               e.details())
     tap.ok(not c.api.requests_matching("GET", "/apis/resource.k8s.io/v1/namespaces/Bad_NS"),
-           "a claim whose namespace is no DNS label is refused without a request")
+           "... and no request reaches the API server")
     # API server trouble: a 500 for the claim is that claim's error, not a hang.
     late = c.api.add_claim("default", "late", results=[result("mlx5_5")])
     c.api.fail_next(1, 500, "GET", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/late")
