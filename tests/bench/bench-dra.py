@@ -213,6 +213,7 @@ def main():
     ap.add_argument("--removals", type=int, default=20)
     ap.add_argument("--settle", type=float, default=8.0)
     a = ap.parse_args()
+    a.rdma_cdi, a.hook = os.path.abspath(a.rdma_cdi), os.path.abspath(a.hook)
 
     lat, get = bench_prepare(a)
     rem = bench_removal(a)

@@ -177,7 +177,11 @@ class Ctx:
     def __init__(self, args, tap, profile="dgx"):
         self.args = args
         self.tap = tap
-        self.work = tempfile.mkdtemp(prefix="rdma-cdi-dra-")
+        tmp = os.path.realpath(tempfile.gettempdir())
+        # The podman scenario hides /run and /etc behind private mounts: work elsewhere.
+        if any(tmp == d or tmp.startswith(d + "/") for d in ("/run", "/etc")):
+            tmp = "/var/tmp"
+        self.work = tempfile.mkdtemp(prefix="rdma-cdi-dra-", dir=tmp)
         os.chmod(self.work, 0o755)
         self.sysfs = os.path.join(self.work, "sys")
         self.dev = os.path.join(self.work, "dev")
@@ -748,6 +752,7 @@ def sc_podman(c):
     if not os.path.isfile("/bin/busybox"):
         tap.ok(False, "/bin/busybox found (install busybox-static)")
         return
+    host_before = host_cdi_dirs()
     d, reg, cl = c.up()
     claim = c.api.add_claim("default", "c1", results=[result("mlx5_0"), result("mlx5_8")])
     uid = claim["metadata"]["uid"]
@@ -786,6 +791,13 @@ def sc_podman(c):
            res.get("env"))
     tap.ok(cl.unprepare([("default", "c1", uid)]) == {uid: ""} and
            not os.path.exists(c.claim_spec(uid)), "Unprepare removes the claim spec")
+    tap.ok(host_cdi_dirs() == host_before, "the host's /etc/cdi and /var/run/cdi are untouched",
+           "%s -> %s" % (host_before, host_cdi_dirs()))
+
+
+def host_cdi_dirs():
+    return {d: sorted(os.listdir(d)) if os.path.isdir(d) else None
+            for d in ("/etc/cdi", "/var/run/cdi", "/var/lib/kubelet")}
 
 
 def inner_podman(a):
@@ -859,6 +871,8 @@ def main():
         return inner_podman(args)
     if len(args.scenario) != 1 or args.scenario[0] not in SCENARIOS:
         ap.error("one scenario of %s" % ", ".join(sorted(SCENARIOS)))
+    # meson passes build-relative paths; the driver wants an absolute hook path.
+    args.rdma_cdi, args.hook = os.path.abspath(args.rdma_cdi), os.path.abspath(args.hook)
     tap = Tap()
     c = Ctx(args, tap)
     try:
