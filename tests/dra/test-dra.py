@@ -272,8 +272,21 @@ class Ctx:
                 cl.cancel() if isinstance(cl, kdd.HealthStream) else cl.close()
             except Exception:
                 pass
+        bad = []
         for d in self.drivers:
-            d.stop()
+            running = d.proc is not None and d.proc.poll() is None
+            rc = d.stop()
+            if running and rc != 0:
+                bad.append("a driver stopped by SIGTERM exited %s" % rc)
+        # Sanitizer builds: any report (ASan, LSan at exit, UBSan) in any driver's log.
+        for d in self.drivers:
+            text = d.log_text()
+            for needle in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+                if needle in text:
+                    bad.append(text[text.index(needle) - 200:][:3000])
+        if self.drivers:
+            self.tap.ok(not bad, "every driver stopped cleanly (exit 0 on SIGTERM, no "
+                        "sanitizer report)", "\n".join(bad))
         self.watcher.stop()
         self.api.stop()
         shutil.rmtree(self.work, ignore_errors=True)
