@@ -360,7 +360,8 @@ def inner(a):
            "%d devices" % n, show(r) + "\nhost:\n" + show(host))
 
     # 4. The init container's install, then the hook on the host from the bundle.
-    with open(os.path.join(a.source_root, "deploy", "kubernetes", "daemonset.yaml")) as f:
+    with open(os.path.join(a.source_root, "deploy", "kubernetes", "device-plugin",
+                           "daemonset.yaml")) as f:
         ds = yaml.safe_load(f)
     ps = ds["spec"]["template"]["spec"]
     ic = ps["initContainers"][0]
@@ -422,7 +423,8 @@ def inner(a):
     plugins, specs, cfgdir = (os.path.join(work, d) for d in ("plugins", "cdi", "config"))
     for d in (plugins, specs, cfgdir):
         os.makedirs(d)
-    with open(os.path.join(a.source_root, "deploy", "kubernetes", "configmap.yaml")) as f:
+    with open(os.path.join(a.source_root, "deploy", "kubernetes", "device-plugin",
+                           "configmap.yaml")) as f:
         cm = yaml.safe_load(f)
     with open(os.path.join(cfgdir, "config.yaml"), "w") as f:
         f.write(cm["data"]["config.yaml"])

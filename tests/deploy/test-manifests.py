@@ -9,11 +9,15 @@ selector matches its pods; every container has an image, a command and bounded r
 every path a bridge flag points at is a mount of the host path the flag means (--spec-dir,
 the plugin dir, --host-root's sys and dev, the --hook-path directory the init container
 fills, the --config ConfigMap); every flag used exists in the binaries' --help; the
-config files use the issue-6 format; the kustomizations reference what exists.
+config files use the issue-6 format; the kustomizations reference what exists and,
+where kustomize is installed (`kustomize` or `kubectl kustomize`), build; --metrics-address
+has its containerPort. The DRA driver's files (dra/, overlays/dra-*, examples/dra-*) are
+test-dra-manifests.py's.
 """
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -77,6 +81,31 @@ def parse_args(args):
     return pos, flags
 
 
+def is_dra(rel):
+    """A file of the DRA driver's deployment (test-dra-manifests.py checks those)."""
+    return rel.startswith(("dra/", "overlays/dra-")) or os.path.basename(rel).startswith("dra-")
+
+
+def kustomize_cmd():
+    """The command that builds a kustomization dir (DIR appended), or None."""
+    if shutil.which("kustomize"):
+        return ["kustomize", "build"]
+    if shutil.which("kubectl"):
+        return ["kubectl", "kustomize"]
+    return None
+
+
+def kustomize_build(d):
+    """(objects, error): what `kustomize build d` makes; (None, reason) without kustomize."""
+    cmd = kustomize_cmd()
+    if not cmd:
+        return None, "neither kustomize nor kubectl is installed"
+    r = run(cmd + [d])
+    if r.returncode != 0:
+        return [], r.stderr.strip() or "exit %d" % r.returncode
+    return [o for o in yaml.safe_load_all(r.stdout) if o], None
+
+
 def under(path, root):
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -130,6 +159,8 @@ def main():
                 continue
             p = os.path.join(dirpath, f)
             rel = os.path.relpath(p, kdir)
+            if is_dra(rel):
+                continue
             try:
                 with open(p) as fh:
                     objs = [d for d in yaml.safe_load_all(fh) if d is not None]
@@ -248,6 +279,16 @@ def main():
            "missing: %s%s" % (", ".join(unknown), "".join(
                "\n%s is expected from %s" % (f, PENDING_FLAGS[f]) for f in unknown
                if f in PENDING_FLAGS)))
+
+    maddr = fl.get("--metrics-address")
+    if maddr:
+        mport = re.search(r":([0-9]+)$", maddr)
+        ports = [p for p in bc.get("ports") or [] if mport and
+                 p.get("containerPort") == int(mport.group(1))]
+        tap.ok(len(ports) == 1 and ports[0].get("name") == "metrics" and
+               ports[0].get("protocol", "TCP") == "TCP" and not maddr.startswith("127."),
+               "--metrics-address %s: reachable from outside the pod, its port a containerPort "
+               "named metrics" % maddr, bc.get("ports"))
 
     def writable_host_mount(c, path, host, what):
         hp, m = pod.host_path_of(c, path)
@@ -417,6 +458,18 @@ def main():
                         node = node.get(part) if isinstance(node, dict) else None
                     tap.ok(op["op"] != "replace" or node is not None,
                            "%s: patch path %s exists in the DaemonSet" % (rel, op["path"]))
+
+    # 8. Every kustomization builds, into one Namespace, ConfigMap and DaemonSet.
+    for rel, objs in docs.items():
+        if not any(k.get("kind") == "Kustomization" for k in objs):
+            continue
+        built, err = kustomize_build(os.path.dirname(os.path.join(kdir, rel)))
+        if built is None:
+            tap.skip("%s builds" % rel, err)
+            continue
+        kinds = sorted(o.get("kind") for o in built)
+        tap.ok(not err and kinds == ["ConfigMap", "DaemonSet", "Namespace"],
+               "%s builds: %s" % (rel, ", ".join(kinds)), err)
     return tap.done()
 
 

@@ -4,8 +4,9 @@
 
 - every `--flag` they mention is an option of the command it is given to: `rdma-cdi CMD`
   (its --help), rdma-cdi-hook, rdma-cdi-node, or a tool of the guide's subject (podman,
-  docker, systemctl: that tool's own --help when it is installed here, else a TAP skip);
-  a flag written without a command must be an option of some rdma-cdi command;
+  docker, systemctl, kubectl: that tool's own --help, for kubectl its subcommand's and
+  `kubectl options`, when it is installed here, else a TAP skip); a flag written without a
+  command must be an option of some rdma-cdi command;
 - every ```yaml block is either marked as an rdma-cdi config (first line
   `# rdma-cdi config`), which `rdma-cdi config check` must accept on a fixture node, or a
   Kubernetes object (apiVersion and kind), whose ConfigMap `config.yaml`, if any, is
@@ -48,6 +49,7 @@ FOREIGN = {
     "podman": ["run", "--help"],
     "docker": ["run", "--help"],
     "systemctl": ["--help"],
+    "kubectl": None,  # per subcommand: `kubectl SUB --help` plus `kubectl options`
 }
 COMMAND_WORD = re.compile(r"(?:^|(?<=[\s(`\"'/]))(rdma-cdi-hook|rdma-cdi-node|rdma-cdi|"
                           + "|".join(FOREIGN) + r")(?=\s|$)")
@@ -96,21 +98,29 @@ UNION = set().union(GLOBAL, *[h for h in HELPS.values() if h])
 OTHER_HELP = {}
 
 
-def other_help(tool):
-    """The help text of one of our other binaries or a foreign tool; None when absent."""
-    if tool not in OTHER_HELP:
+def other_help(tool, sub=None):
+    """The help text of one of our other binaries or a foreign tool (kubectl: of its
+    subcommand sub, with the global options); None when absent."""
+    key = (tool, sub)
+    if key not in OTHER_HELP:
+        cmds = None
         if tool in OURS:
             path = OURS[tool]
-            cmd = [path, "--help"] if path and os.path.exists(path) else None
+            cmds = [[path, "--help"]] if path and os.path.exists(path) else None
         else:
             path = shutil.which(tool)
-            cmd = [path] + FOREIGN[tool] if path else None
+            if path and FOREIGN[tool] is None:
+                cmds = [[path, sub, "--help"], [path, "options"]] if sub else [[path, "options"]]
+            elif path:
+                cmds = [[path] + FOREIGN[tool]]
         text = None
-        if cmd:
-            _, out, err = run(*cmd)
-            text = out + err
-        OTHER_HELP[tool] = text
-    return OTHER_HELP[tool]
+        if cmds:
+            text = ""
+            for cmd in cmds:
+                _, out, err = run(*cmd)
+                text += out + err
+        OTHER_HELP[key] = text
+    return OTHER_HELP[key]
 
 
 # ---- reading the guides ----------------------------------------------------------------
@@ -167,7 +177,7 @@ def segments(path):
 
 def flag_owner(text, pos):
     """The command a flag at pos belongs to: ('rdma-cdi', subcommand|None), (tool, None),
-    or (None, None) when no command word precedes it."""
+    ('kubectl', subcommand|None), or (None, None) when no command word precedes it."""
     owner = (None, None)
     for m in COMMAND_WORD.finditer(text, 0, pos):
         word = m.group(1)
@@ -177,6 +187,9 @@ def flag_owner(text, pos):
                 rest = rest[2:]
             sub = rest[0] if rest and not rest[0].startswith("-") else None
             owner = (word, sub)
+        elif FOREIGN.get(word, []) is None:
+            rest = text[m.end():pos].split()
+            owner = (word, rest[0] if rest and not rest[0].startswith("-") else None)
         else:
             owner = (word, None)
     return owner
@@ -209,7 +222,7 @@ def flag_problems(path):
                 elif flag not in opts:
                     bad.append(where + " is not in rdma-cdi %s --help" % (sub or ""))
             else:
-                helptext = other_help(tool)
+                helptext = other_help(tool, sub)
                 if helptext is None:
                     unchecked.setdefault(tool, set()).add(flag)
                 elif not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(flag), helptext):
@@ -286,6 +299,11 @@ def check_flag_harness():
     text = ("```sh\nrdma-cdi generate --plugin-dir /x && rdma-cdi bridge --plugin-dir /x\n```\n"
             "Use `--ulimit memlock=-1` or `podman run --ulimit memlock=-1`, not\n"
             "`rdma-cdi-hook --mem-lock=1`; `rdma-cdi --log-level debug doctor --mr-size 1M`.\n")
+    want = ["--mem-lock", "--plugin-dir", "--ulimit"]
+    if shutil.which("kubectl"):
+        # A subcommand's flag given to another subcommand is found.
+        text += "`kubectl drain N --ignore-daemonsets`, not `kubectl label N --ignore-errors`.\n"
+        want = ["--ignore-errors"] + want
     with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
         f.write(text)
     try:
@@ -293,7 +311,7 @@ def check_flag_harness():
     finally:
         os.unlink(f.name)
     found = sorted(re.search(r":\d+: (--[a-z-]+)", b).group(1) for b in bad)
-    tap.ok(found == ["--mem-lock", "--plugin-dir", "--ulimit"], "the flag check finds a flag of the wrong command, a foreign flag "
+    tap.ok(found == want, "the flag check finds a flag of the wrong command, a foreign flag "
            "without its tool and a misspelt one, and nothing else", "\n".join(bad))
 
 
