@@ -751,6 +751,56 @@ def sc_pools(c):
     tap.ok(set(c.devices()) == {dev_name(n) for n in ROCE}, "... and the slices stay")
 
 
+def sc_valgrind(c):
+    """The driver under valgrind through a short busy life: registration, slices, a batch of
+    good and bad claims, Unprepare, a wiped slice, hotplug, a port going DOWN, a config edit,
+    SIGHUP, SIGTERM. Exit 0 means no error and no leak."""
+    tap = c.tap
+    # "possibly lost" is left out, as for the bridge: abseil's random pool (gRPC's backoff)
+    # is a process-lifetime static seen only through interior pointers.
+    # --trace-children: `rdma-cdi dra` execs rdma-cdi-dra, the daemon under test.
+    vg = ["valgrind", "--trace-children=yes", "--leak-check=full",
+          "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99", "--track-fds=no",
+          "--quiet"]
+    d = Driver(c, ["--rescan-interval", "1"])
+    c.drivers.append(d)
+    d.start(prefix=vg)
+    reg = c.registered(timeout=90)
+    tap.ok(c.wait_devices(lambda ds: len(ds) == 10, 60) is not None, "slices under valgrind")
+    cl = c.client(reg)
+    h = c.health(reg)
+    tap.ok(h.wait(lambda ls: len(ls) > 0, 30) is not None, "health stream under valgrind")
+    good = c.api.add_claim("default", "good", results=[result("mlx5_0"), result("mlx5_1")])
+    other = c.api.add_claim("default", "other", results=[result("mlx5_2", driver="x.example")])
+    gu, ou = good["metadata"]["uid"], other["metadata"]["uid"]
+    ans = cl.prepare([("default", "good", gu), ("default", "other", ou),
+                      ("default", "missing", str(uuid.uuid4()))], timeout=60)
+    tap.ok(ans[gu]["error"] == "" and ans[ou]["error"] != "", "a mixed batch under valgrind",
+           ans)
+    tap.ok(cl.unprepare([("default", "good", gu)], timeout=60) == {gu: ""},
+           "Unprepare under valgrind")
+    c.api.delete_all_slices(NODE, DRIVER)
+    tap.ok(c.wait_devices(lambda ds: len(ds) == 10, 30) is not None,
+           "wiped slices re-created under valgrind")
+    hca = Hca(c, "mlx5_3")
+    hca.unplug()
+    tap.ok(c.wait_devices(lambda ds: len(ds) == 9, 30) is not None, "hotplug under valgrind")
+    hca.replug()
+    set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
+    tap.ok(c.wait_devices(lambda ds: len(ds) == 10 and ds[dev_name("mlx5_2")].get("taints"),
+                          30) is not None, "port DOWN under valgrind")
+    with open(c.config, "w") as f:
+        f.write(POOLS_IB)
+    tap.ok(c.wait_devices(lambda ds: len(ds) == 8, 30) is not None,
+           "config edit under valgrind")
+    d.proc.send_signal(signal.SIGHUP)
+    time.sleep(1)
+    d.proc.send_signal(signal.SIGTERM)
+    rc = d.wait(120)
+    tap.ok(rc == 0, "exit 0 under valgrind: no error, no leak", "rc %s\n%s" % (
+        rc, d.log_text()[-6000:]))
+
+
 # ---- podman: the CDI names Prepare returns, injected for real --------------------------
 
 def sc_podman(c):
@@ -865,6 +915,7 @@ SCENARIOS = {
     "port-down": sc_port_down,
     "pools": sc_pools,
     "podman": sc_podman,
+    "valgrind": sc_valgrind,
 }
 
 
