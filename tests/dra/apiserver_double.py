@@ -476,6 +476,7 @@ class ApiServer:
                 # TLS handshake on the connection's thread (a stuck client never blocks
                 # accept); a failed handshake is counted, and never reaches a handler.
                 request.settimeout(10)
+                request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 try:
                     conn = ctx.wrap_socket(request, server_side=True)
                 except (ssl.SSLError, OSError):
