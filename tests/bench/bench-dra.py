@@ -57,7 +57,7 @@ def smaps(pid):
 class World:
     """A fixture node, the API-server double, the plugin watcher and one driver."""
 
-    def __init__(self, a, profile, fixture=(), extra=()):
+    def __init__(self, a, profile, fixture=(), extra=(), prefix=()):
         self.work = tempfile.mkdtemp(prefix="rdma-cdi-bench-dra-", dir="/dev/shm"
                                      if os.path.isdir("/dev/shm") else None)
         self.sysfs = os.path.join(self.work, "sys")
@@ -82,12 +82,12 @@ class World:
         self.watcher = kdd.PluginWatcher(reg_dir, self.protos, driver=DRIVER).start()
         self.log = open(os.path.join(self.work, "dra.log"), "w")
         self.proc = subprocess.Popen(
-            [a.rdma_cdi, "dra", "--node-name", NODE, "--kubeconfig", kc, "--registry-dir",
+            list(prefix) + [a.rdma_cdi, "dra", "--node-name", NODE, "--kubeconfig", kc, "--registry-dir",
              reg_dir, "--plugin-dir", os.path.join(self.work, "plugin"), "--spec-dir",
              os.path.join(self.work, "cdi"), "--sysfs-root", self.sysfs, "--dev-root",
              self.dev, "--hook-path", a.hook, "--config", cfg] + list(extra),
             stdout=self.log, stderr=subprocess.STDOUT)
-        reg = self.watcher.wait_registrations(1, 60)
+        reg = self.watcher.wait_registrations(1, 120)
         if reg is None or not reg.ok:
             raise SystemExit("the driver did not register: %r\n%s" % (reg, self.log_text()))
         self.reg = reg
