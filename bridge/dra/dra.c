@@ -319,7 +319,8 @@ static bool write_spec(struct dra *d, const struct disc_node *node)
 	return true;
 }
 
-/* Rebuilds the inventory in force from node; write: the spec is written first. */
+/* Rebuilds the inventory in force from node; write: the node (or the config) changed, so
+ * the spec is written first and slices and health follow. */
 static void apply(struct dra *d, const struct disc_node *node, bool write)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
@@ -353,6 +354,8 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 	dra_inventory_free(d->inv);
 	d->inv = inv;
 	d->first_done = true;
+	if (!write)
+		return; /* the same node and config make the same slices and health */
 	publish(d);
 	malloc_trim(0);
 }
