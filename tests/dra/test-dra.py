@@ -364,6 +364,27 @@ def sc_registration(c):
            "both sockets removed at stop", str(os.listdir(c.registry_dir)))
     tap.ok(len(c.api.slices(DRIVER, NODE)) > 0,
            "the slices stay at stop (the kubelet removes them after deregistration)")
+    # Usage errors: exit 2 with the reason, before anything is started.
+    env = {k: v for k, v in os.environ.items() if k != "NODE_NAME"}
+    base = [c.args.rdma_cdi, "dra", "--kubeconfig", c.kubeconfig, "--config", c.config]
+    for argv, env_, needle, what in (
+            (base, env, "no node name", "no --node-name and no NODE_NAME"),
+            (base + ["--node-name", "Node_1"], env, "not a DNS subdomain", "a bad node name"),
+            (base, dict(env, NODE_NAME="-x"), "NODE_NAME", "a bad NODE_NAME"),
+            (base + ["--node-name", NODE, "--driver-name", "x" * 64], env, "63",
+             "a driver name over 63 characters"),
+            (base + ["--node-name", NODE, "--plugin-dir", "rel"], env, "absolute",
+             "a relative --plugin-dir")):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env_)
+        tap.ok(r.returncode == 2 and needle in r.stderr, "usage error: %s (exit 2)" % what,
+               "rc %d: %s" % (r.returncode, r.stderr))
+    r = subprocess.run([c.args.rdma_cdi, "dra", "--node-name", NODE, "--kubeconfig",
+                        os.path.join(c.work, "nonexistent"), "--config", c.config,
+                        "--registry-dir", c.registry_dir, "--plugin-dir", c.plugin_dir,
+                        "--spec-dir", c.spec_dir, "--sysfs-root", c.sysfs, "--dev-root", c.dev],
+                       capture_output=True, text=True, timeout=30)
+    tap.ok(r.returncode == 1 and "nonexistent" in r.stderr,
+           "unusable credentials: exit 1 naming the kubeconfig", r.stderr[-1500:])
 
 
 def sc_slices(c):
@@ -697,6 +718,31 @@ def sc_port_down(c):
     tap.ok(lst is not None, "health stream: HEALTHY again")
 
 
+def sc_wrong_ca(c):
+    """A kubeconfig whose CA did not sign the server's certificate: the driver serves the
+    kubelet, but no request (and so no bearer token) reaches the server."""
+    tap = c.tap
+    with open(c.kubeconfig) as f:
+        text = f.read()
+    with open(c.kubeconfig, "w") as f:
+        f.write(text.replace(c.api.ca_path, c.api.other_ca()))
+    d = c.driver()
+    reg = c.registered()
+    cl = c.client(reg)
+    claim = c.api.add_claim("default", "c1", results=[result("mlx5_0")])
+    uid = claim["metadata"]["uid"]
+    ans = cl.prepare([("default", "c1", uid)])
+    e = ans.get(uid, {}).get("error", "")
+    tap.ok(e != "" and ("certificate" in e.lower() or "tls" in e.lower()),
+           "Prepare fails with the TLS reason", e)
+    time.sleep(1)
+    tap.ok(c.api.requests_matching() == [] and c.api.tls_failures > 0,
+           "no request reached the server (%d handshakes refused)" % c.api.tls_failures)
+    tap.ok(c.devices() == {}, "no slice is published")
+    tap.ok(not os.path.exists(c.claim_spec(uid)) and uid not in c.checkpoint(),
+           "the failed claim leaves nothing behind")
+
+
 POOLS_IB = """pools:
   - resourceName: rdma.example/ib
     ncclEnv: true
@@ -914,6 +960,7 @@ SCENARIOS = {
     "hotplug": sc_hotplug,
     "port-down": sc_port_down,
     "pools": sc_pools,
+    "wrong-ca": sc_wrong_ca,
     "podman": sc_podman,
     "valgrind": sc_valgrind,
 }
