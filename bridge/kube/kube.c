@@ -274,7 +274,7 @@ static bool deliver_line(struct kube_call *k, const char *line, size_t len)
 
 static bool call_has_line(const struct kube_call *k)
 {
-	return k->watch && k->events && !k->cancelled && !k->finished &&
+	return k->watch && k->events && !k->cancelled && !k->finished && k->lines.buf &&
 	       memchr(k->lines.buf + k->lines.start, '\n', k->lines.len - k->lines.start);
 }
 
