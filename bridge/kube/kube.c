@@ -199,7 +199,7 @@ static void transport_error(struct kube_call *k)
 		snprintf(k->error, sizeof(k->error), "%s", k->abort_reason);
 	else if (k->too_large || k->result == CURLE_FILESIZE_EXCEEDED)
 		snprintf(k->error, sizeof(k->error), "%s larger than %u bytes",
-			 k->events ? "a watch event" : "the answer", KUBE_BODY_MAX);
+			 k->events ? "watch event" : "answer", KUBE_BODY_MAX);
 	else if (k->result == CURLE_OPERATION_TIMEDOUT)
 		snprintf(k->error, sizeof(k->error), "timed out after %u ms", k->timeout_ms);
 	else if (k->result == CURLE_PEER_FAILED_VERIFICATION ||
@@ -228,7 +228,9 @@ static void call_finish(struct kube_call *k)
 	    (n = kube_lines_pending(&k->lines, &rest)) > 0) {
 		while (n > 0 && isspace((unsigned char)rest[n - 1]))
 			n--;
-		if (n > 0 && !deliver_line(k, rest, n))
+		if (n > k->lines.max)
+			k->too_large = true;
+		else if (n > 0 && !deliver_line(k, rest, n))
 			return; /* cancelled by its event callback */
 	}
 	if (k->easy)
@@ -272,7 +274,7 @@ static bool deliver_line(struct kube_call *k, const char *line, size_t len)
 
 static bool call_has_line(const struct kube_call *k)
 {
-	return k->watch && k->events && !k->cancelled && !k->finished &&
+	return k->watch && k->events && !k->cancelled && !k->finished && k->lines.buf &&
 	       memchr(k->lines.buf + k->lines.start, '\n', k->lines.len - k->lines.start);
 }
 

@@ -39,8 +39,10 @@ struct kube_config {
 /*
  * Reads a kubeconfig (YAML through libyaml; the current-context's cluster and user).
  * Relative paths in it are relative to the file's directory. -ENOENT, -EINVAL with
- * "FILE: key: reason" in err (missing server, no CA, no token, a client-certificate-only
- * user, an http:// server), -ENOMEM.
+ * "FILE:LINE:COLUMN: key: reason" in err ("FILE: key: reason" for a key that is absent;
+ * missing server, no CA, no token, a client-certificate-only user, an http:// server,
+ * insecure-skip-tls-verify: true), -EBADMSG (not YAML), -ENOMEM. When the user has both,
+ * tokenFile wins over token (it is the one that rotates): ret has one of them.
  */
 int kube_config_load(const char *path, struct kube_config **ret, char *err, size_t errlen);
 /* In-cluster config: env KUBERNETES_SERVICE_HOST/PORT (IPv6 hosts bracketed), sa_dir
@@ -60,9 +62,11 @@ struct kube_reply {
 	long status;	  /* HTTP status; 0 = no answer (connect, TLS, timeout, too large) */
 	const char *body; /* NUL-terminated; "" when none */
 	size_t len;
-	/* One line for the log when status is 0 or >= 400: the transport error ("TLS:
-	 * certificate verify failed ...", "timed out after 10000 ms"), or the Status
-	 * object's message the server sent ("resourceclaims \"x\" not found"). */
+	/* One line for the log when status is 0 or >= 300 (redirects are never followed):
+	 * the transport error ("TLS: certificate verify failed ...", "timed out after 10000
+	 * ms", "connect: ...", "answer larger than N bytes", "token file F: reason"), or the
+	 * Status object's message the server sent ("resourceclaims \"x\" not found"),
+	 * else "HTTP N: <start of the body>". NULL otherwise. */
 	const char *error;
 	unsigned retry_after_sec; /* Retry-After of a 429/5xx answer, 0 = none */
 };
@@ -76,7 +80,10 @@ struct kube_call;
  * Sends method ("GET", "POST", "PUT", "DELETE") to path (starting with '/', query
  * included, already escaped: see kube_escape) with body (JSON text, or NULL) and
  * Accept/Content-Type application/json. timeout_ms 0 = KUBE_DEFAULT_TIMEOUT_MS.
- * ret may be NULL. Returns 0 or -errno (nothing was sent, done will not run).
+ * ret may be NULL. Returns 0 or -errno (-EINVAL: another method, a path with blanks or
+ * control bytes, done NULL; -E2BIG: body over KUBE_BODY_MAX; nothing was sent, done will
+ * not run). done never runs inside kube_call(); a token file that cannot be read (and no
+ * earlier token) makes done run on the loop with status 0 and the reason.
  */
 int kube_call(struct kube_client *c, const char *method, const char *path, const char *body,
 	      unsigned timeout_ms, kube_done_fn done, void *userdata, struct kube_call **ret);
@@ -89,7 +96,10 @@ typedef void (*kube_event_fn)(void *userdata, const char *type, const cJSON *obj
  * A watch: GET path (which must carry watch=true and the resourceVersion to start at)
  * with no overall timeout; each newline-delimited event goes to ev. end runs once when
  * the stream ends for any reason (the server closed it, an error, an event that is not
- * JSON or exceeds KUBE_BODY_MAX): the caller lists again and re-watches.
+ * JSON or exceeds KUBE_BODY_MAX): the caller lists again and re-watches. end's reply:
+ * status 200 and no error when the server closed the stream cleanly; the server's status
+ * and Status message when it refused the watch (e.g. 410); status 0 with the reason when
+ * the stream broke. ev and end may cancel the watch or free the client.
  */
 int kube_watch(struct kube_client *c, const char *path, kube_event_fn ev, kube_done_fn end,
 	       void *userdata, struct kube_call **ret);

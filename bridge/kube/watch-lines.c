@@ -32,11 +32,12 @@ int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
 
 		l->cur += seg;
 		if (nl) {
-			bool cr = seg ? nl[-1] == '\r' : l->last_cr;
+			bool cr = l->cur > 0 && (seg ? nl[-1] == '\r' : l->last_cr);
 
 			if (l->cur - (cr ? 1 : 0) > l->max)
 				return -E2BIG;
 			l->cur = 0;
+			l->last_cr = false;
 			p = nl + 1;
 		} else {
 			if (l->cur > l->max + 1) /* + 1: a "\r" may follow */

@@ -616,14 +616,18 @@ class ApiServer:
 
     # -- failure injection
     def fail_next(self, n, code, method=None, path_prefix=None, message=None, retry_after=None,
-                  body=None, headers=None):
-        """The next n requests matching (method, path prefix) get code with a Status body
-        (or the given raw body); 429/503 carry Retry-After (default 1)."""
+                  body=None, headers=None, body_size=None, chunked=False):
+        """The next n requests matching (method, path prefix) get code with a Status body,
+        or the given raw body, or body_size bytes of "x" (answers beyond a client's limit);
+        chunked sends it without Content-Length. 429/503 carry Retry-After (default 1)."""
         if retry_after is None and code in (429, 503):
             retry_after = 1
+        if body_size is not None:
+            body = b"x" * body_size
         with self.cond:
             self.rules.append(Rule(n, method, path_prefix, code=code, message=message,
-                                   retry_after=retry_after, body=body, headers=headers or {}))
+                                   retry_after=retry_after, body=body, headers=headers or {},
+                                   chunked=chunked))
 
     def stall(self, seconds, n=1, method=None, path_prefix=None):
         """The next n matching requests hang for seconds before being served (or until the
@@ -676,6 +680,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def send_chunked(self, code, data, headers=None):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in (headers or {}).items():
+            self.send_header(k, str(v))
+        self.end_headers()
+        try:
+            for i in range(0, len(data), 65536):
+                self.write_chunk(data[i:i + 65536])
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+        self.close_connection = True
 
     def send_status(self, code, message, reason=None, details=None, headers=None):
         self.send_json(code, status_obj(code, message, reason, details), headers)
@@ -768,7 +787,10 @@ class Handler(BaseHTTPRequestHandler):
                 hdrs["Retry-After"] = rule.retry_after
             if rule.body is not None:
                 b = rule.body if isinstance(rule.body, bytes) else rule.body.encode()
-                self.send_json(rule.code, b, hdrs)
+                if rule.chunked:
+                    self.send_chunked(rule.code, b, hdrs)
+                else:
+                    self.send_json(rule.code, b, hdrs)
             else:
                 self.send_status(rule.code, rule.message or "injected failure (%d)" % rule.code,
                                  headers=hdrs)

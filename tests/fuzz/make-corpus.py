@@ -206,3 +206,48 @@ put("dra", "unknown-fields", b"\1" + varint(2 << 3) + varint(7) + ld(9, "x")
 put("dra", "too-many", b"\0" + dra_claim("d", "u", "n") * 1025)
 put("dra", "truncated", b"\0" + dra_claim("default", "u1", "a")[:-2])
 put("dra", "empty", b"\0")
+
+
+# kubeconfig: a file as kubectl writes it (CA data, token), flow style, and the refusals.
+PEM_B64 = ("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJzekNDQVZtZ0F3SUJBZ0lVCi0tLS0tRU5EIENF"
+           "UlRJRklDQVRFLS0tLS0K")
+
+
+def kubeconfig(cluster, user):
+    return ("apiVersion: v1\nkind: Config\ncurrent-context: dra\ncontexts:\n"
+            "- name: other\n  context: {cluster: x, user: x}\n"
+            "- name: dra\n  context:\n    cluster: c1\n    user: u1\n    namespace: kube-system\n"
+            "clusters:\n- name: c1\n  cluster:\n" + cluster +
+            "users:\n- name: u1\n  user:\n" + user)
+
+
+ca_data = "    server: https://10.0.0.1:6443/\n    certificate-authority-data: " + PEM_B64 + "\n"
+put("kubeconfig", "good-ca-data", kubeconfig(ca_data, "    token: abc.def\n"))
+put("kubeconfig", "token-file", kubeconfig(ca_data, "    tokenFile: token\n"))
+put("kubeconfig", "ca-file", kubeconfig("    server: https://[fd00::1]:443\n"
+                                        "    certificate-authority: ca.crt\n",
+                                        "    token: t\n"))
+put("kubeconfig", "insecure", kubeconfig(ca_data + "    insecure-skip-tls-verify: true\n",
+                                         "    token: t\n"))
+put("kubeconfig", "client-cert", kubeconfig(ca_data, "    client-certificate-data: QQ==\n"
+                                            "    client-key-data: QQ==\n"))
+put("kubeconfig", "exec", kubeconfig(ca_data, "    exec: {command: aws, args: [eks]}\n"))
+put("kubeconfig", "http", kubeconfig("    server: http://h\n", "    token: t\n"))
+put("kubeconfig", "flow", "{current-context: a, contexts: [{name: a, context: {cluster: c, "
+    "user: u}}], clusters: [{name: c, cluster: {server: 'https://h', "
+    "certificate-authority-data: '" + PEM_B64 + "'}}], users: [{name: u, user: {token: x}}]}\n")
+put("kubeconfig", "bad-yaml", "current-context: [\n")
+put("kubeconfig", "alias", "a: &x {b: 1}\nc: *x\n")
+put("kubeconfig", "empty", "")
+
+# kube-watch: byte 0 read size - 1, byte 1 (longest line - 1) / 4, then the stream.
+ev = ('{"type":"ADDED","object":{"kind":"ResourceSlice","metadata":{"name":"n-abcde",'
+      '"resourceVersion":"12"},"spec":{"driver":"rdma.example","nodeName":"n"}}}\n')
+put("kube-watch", "events", b"\x07\xff" + (ev + ev.replace("ADDED", "MODIFIED") +
+                                            ev.replace("ADDED", "DELETED")).encode())
+put("kube-watch", "crlf", b"\x00\x40" + ev.replace("\n", "\r\n").encode() + b"\r\n\n")
+put("kube-watch", "too-long", b"\xff\x08" + ev.encode())
+put("kube-watch", "bookmark-error", b"\x20\xff" + b'{"type":"BOOKMARK","object":{}}\n'
+    b'{"type":"ERROR","object":{"kind":"Status","code":410}}\n')
+put("kube-watch", "not-json", b"\x03\x10" + b"nope\n[1]\n{\"type\":1}\n")
+put("kube-watch", "no-newline", b"\x05\xff" + ev.rstrip("\n").encode())
