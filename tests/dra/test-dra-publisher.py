@@ -198,7 +198,11 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
     # -- 500 burst on create
     srv.fail_next(4, 500, method="POST", path_prefix=ad.SLICES_PATH)
     srv.delete_all_slices(NODE, DRIVER)
-    t.ok(wait(lambda: complete(srv, 300), timeout=10.0), "a burst of 500 answers: retried, complete")
+    t0 = time.monotonic()
+    t.ok(wait(lambda: complete(srv, 300), timeout=10.0), "a burst of 500 answers: retried, complete",
+         diag="%.1f s\n%s\n%s" % (time.monotonic() - t0, h.stderr(),
+                                   [(r["method"], r["path"], round(r["time"] % 100, 2))
+                                    for r in srv.requests_matching(path_prefix=ad.SLICES_PATH)[-20:]]))
     t.ok(wait(h.synced), "and in sync")
     t.ok(len(re.findall(r"create failed: HTTP 500", h.stderr())) == 1,
          "four 500s of one kind are logged once", diag=h.stderr())
@@ -207,6 +211,7 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
     srv.fail_next(2, 429, method="PUT", path_prefix=ad.SLICES_PATH, retry_after=1)
     h.cmd("set 299")
     t.ok(wait(lambda: complete(srv, 299), timeout=10.0), "429 with Retry-After: retried, complete")
+    t.ok("update failed: HTTP 429" in h.stderr(), "the 429 was seen and logged", diag=h.stderr())
 
     # -- 409 burst on update: re-list first
     lists_before = len([r for r in srv.requests_matching("GET", ad.SLICES_PATH)
