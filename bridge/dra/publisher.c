@@ -358,12 +358,16 @@ static void watch_start(struct dra_publisher *p)
 	if (p->watch)
 		return;
 	rv = kube_escape(p->list_rv ? p->list_rv : "");
-	if (!rv || asprintf(&path, "%s&watch=true&allowWatchBookmarks=true&resourceVersion=%s",
-			    p->list_path, rv) < 0) {
+	if (!rv ||
+	    asprintf(&path,
+		     "%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=%s",
+		     p->list_path, rv) < 0) {
 		path = NULL;
 		p->need_list = true;
 		return;
 	}
+	/* The server ends it after 5 minutes: the list that follows catches up on anything a
+	 * silently dead connection would have missed. */
 	p->watch_since = now_ms();
 	r = kube_watch(p->kube, path, on_watch_event, on_watch_end, p, &p->watch);
 	if (r < 0) {
