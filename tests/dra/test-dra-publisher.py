@@ -249,7 +249,8 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
          "stale and stray slices replaced: one slice of 5 devices")
 
     # -- an unhealthy device: its taint, and the 64-device limit
-    sysroot = os.path.join(data_dir, "dgx", "sys")
+    sysroot = os.path.join(work, "sys")
+    shutil.copytree(os.path.join(data_dir, "dgx", "sys"), sysroot, symlinks=True)
     devroot = os.path.join(work, "dev")
     os.makedirs(devroot)
     subprocess.run([python3, mksysfs, "mkdev", sysroot, devroot], check=True,
@@ -264,6 +265,15 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
     t.ok(d0 and "taints" not in d0 and
          d0["attributes"].get("resource.kubernetes.io/pcieRoot") == {"string": "pci0000:17"},
          "a healthy device: no taint, its attributes", diag=d0)
+    g5 = generation(srv)
+    with open(os.path.join(sysroot, "class", "infiniband", "mlx5_9", "ports", "1", "state"),
+              "w") as f:
+        f.write("4: ACTIVE\n")
+    h.cmd("scan %s %s" % (sysroot, devroot))
+    t.ok(wait(lambda: "taints" not in srv.devices(DRIVER, NODE).get("pci-0000-d8-00-0", {})
+              and generation(srv) > g5),
+         "the port recovers: the taint is removed, at a higher generation",
+         diag=srv.devices(DRIVER, NODE).get("pci-0000-d8-00-0"))
     h.cmd("set 100 0")
     t.ok(wait(lambda: complete(srv, 100)), "100 devices, one tainted: complete")
     sizes = sorted(len(s["spec"]["devices"]) for s in srv.slices(DRIVER, NODE))
