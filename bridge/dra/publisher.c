@@ -24,6 +24,7 @@ DEFINE_CLEANUP_FUNC(cJSON, cJSON_Delete)
  * server that closes every watch at once costs no busy loop. */
 #define WATCH_SHORT_MS 1000
 #define LOGGED_KINDS_MAX 32
+#define GONE_MAX 256
 
 enum op_kind { OP_NONE, OP_LIST, OP_CREATE, OP_UPDATE, OP_DELETE };
 
@@ -41,6 +42,11 @@ struct dra_publisher {
 	cJSON *listed; /* what the server holds (array of objects) */
 	char *list_rv; /* resourceVersion of the last list, for the watch */
 	bool need_list;
+	/* Names the watch saw deleted since the last list: a call's answer that arrives
+	 * after the watch's DELETED event must not bring the object back (names come from
+	 * generateName and are never reused). */
+	char *gone[GONE_MAX];
+	size_t n_gone;
 
 	struct kube_call *call; /* the list or the operation in flight */
 	enum op_kind op;
@@ -132,14 +138,44 @@ static void listed_remove(struct dra_publisher *p, const char *name)
 		cJSON_DeleteItemFromArray(p->listed, i);
 }
 
-/* Puts a copy of o in place of the entry of its name (unless that one is newer). */
+static bool gone_has(const struct dra_publisher *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_gone; i++)
+		if (strcmp(p->gone[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void gone_add(struct dra_publisher *p, const char *name)
+{
+	char *s = strdup(name);
+
+	if (!s)
+		return;
+	if (p->n_gone == GONE_MAX) {
+		free(p->gone[0]);
+		memmove(p->gone, p->gone + 1, (GONE_MAX - 1) * sizeof(*p->gone));
+		p->n_gone--;
+	}
+	p->gone[p->n_gone++] = s;
+}
+
+static void gone_forget(struct dra_publisher *p)
+{
+	for (size_t i = 0; i < p->n_gone; i++)
+		free(p->gone[i]);
+	p->n_gone = 0;
+}
+
+/* Puts a copy of o in place of the entry of its name (unless that one is newer, or the
+ * watch saw it deleted). */
 static int listed_put(struct dra_publisher *p, const cJSON *o)
 {
 	const char *name = obj_name(o);
 	cJSON *copy;
 	int i;
 
-	if (!obj_ours(p, o))
+	if (!obj_ours(p, o) || gone_has(p, name))
 		return 0;
 	i = listed_index(p, name);
 	if (i >= 0 && rv_older(obj_rv(o), obj_rv(cJSON_GetArrayItem(p->listed, i))))
@@ -277,6 +313,7 @@ static void on_watch_event(void *userdata, const char *type, const cJSON *object
 		return;
 	if (strcmp(type, "DELETED") == 0) {
 		listed_remove(p, name);
+		gone_add(p, name);
 	} else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 		if (listed_put(p, object) < 0)
 			p->need_list = true;
@@ -321,12 +358,16 @@ static void watch_start(struct dra_publisher *p)
 	if (p->watch)
 		return;
 	rv = kube_escape(p->list_rv ? p->list_rv : "");
-	if (!rv || asprintf(&path, "%s&watch=true&allowWatchBookmarks=true&resourceVersion=%s",
-			    p->list_path, rv) < 0) {
+	if (!rv ||
+	    asprintf(&path,
+		     "%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=%s",
+		     p->list_path, rv) < 0) {
 		path = NULL;
 		p->need_list = true;
 		return;
 	}
+	/* The server ends it after 5 minutes: the list that follows catches up on anything a
+	 * silently dead connection would have missed. */
 	p->watch_since = now_ms();
 	r = kube_watch(p->kube, path, on_watch_event, on_watch_end, p, &p->watch);
 	if (r < 0) {
@@ -597,6 +638,7 @@ void dra_publisher_free(struct dra_publisher *p)
 	sd_event_source_disable_unref(p->timer);
 	sd_event_unref(p->loop);
 	failures_forget(p);
+	gone_forget(p);
 	free(p->op_name);
 	free(p->list_rv);
 	free(p->list_path);

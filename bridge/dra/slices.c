@@ -343,10 +343,12 @@ cJSON *dra_slice_specs(const char *driver, const char *node, long long generatio
 {
 	_cleanup_(cJSON_Deletep) cJSON *specs = cJSON_CreateArray();
 	_cleanup_free_ struct dra_slice_cut *cuts = NULL;
+	const cJSON *next;
 	size_t n;
 
 	if (!specs || dra_slice_cut(devices, &cuts, &n) < 0)
 		return NULL;
+	next = devices->child;
 	for (size_t k = 0; k < n; k++) {
 		cJSON *spec = cJSON_CreateObject(), *pool, *devs;
 
@@ -362,9 +364,9 @@ cJSON *dra_slice_specs(const char *driver, const char *node, long long generatio
 		    !cJSON_AddNumberToObject(pool, "resourceSliceCount", (double)n) ||
 		    !(devs = cJSON_AddArrayToObject(spec, "devices")))
 			return NULL;
-		for (size_t i = 0; i < cuts[k].count; i++) {
-			const cJSON *d = cJSON_GetArrayItem(devices, (int)(cuts[k].start + i));
-			cJSON *copy = cJSON_Duplicate(d, true);
+		/* The cuts are consecutive: walk the list once (GetArrayItem is linear). */
+		for (size_t i = 0; i < cuts[k].count; i++, next = next->next) {
+			cJSON *copy = cJSON_Duplicate(next, true);
 
 			if (!copy || !cJSON_AddItemToArray(devs, copy)) {
 				cJSON_Delete(copy);

@@ -12,8 +12,11 @@
  * taint), bumps the generation on every change (starting above the highest found on the
  * server, so a restart never goes back), creates/updates/deletes until the server holds
  * exactly that, lists and watches the node's slices of this driver, and re-creates what
- * anyone deletes. 5xx, 409 and transport errors are retried with backoff (200 ms doubling
- * to 30 s); each failure is logged once per kind of failure.
+ * anyone deletes. 5xx, 409, 429 and transport errors (and any other failure: RBAC may be
+ * fixed meanwhile) are retried with backoff (200 ms doubling to 30 s, or Retry-After); a
+ * 409 lists again first. Each failure is logged once per kind ("create HTTP 500") until
+ * the next sync, and "slices in sync (N devices, M slices, generation G)" when reached.
+ * The pure decisions (cut, slice objects, plan) are in slices-internal.h.
  */
 #pragma once
 
@@ -40,10 +43,11 @@ struct dra_publisher_config {
 	struct kube_client *kube; /* must outlive the publisher */
 };
 
+/* Starts listing at once (publishing nothing before the first set). -EINVAL, -ENOMEM. */
 int dra_publisher_new(sd_event *loop, const struct dra_publisher_config *cfg,
 		      struct dra_publisher **ret);
-/* The devices to publish (a cJSON array as dra_slice_devices() makes; ownership taken).
- * Equal to the last set: nothing happens. */
+/* The devices to publish (a cJSON array as dra_slice_devices() makes; ownership taken;
+ * NULL is ignored). Equal to the last set: nothing happens; else the generation goes up. */
 void dra_publisher_set(struct dra_publisher *p, cJSON *devices);
 /* True when the server was last seen holding exactly what was set. */
 bool dra_publisher_synced(const struct dra_publisher *p);

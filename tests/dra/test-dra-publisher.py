@@ -198,7 +198,11 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
     # -- 500 burst on create
     srv.fail_next(4, 500, method="POST", path_prefix=ad.SLICES_PATH)
     srv.delete_all_slices(NODE, DRIVER)
-    t.ok(wait(lambda: complete(srv, 300), timeout=10.0), "a burst of 500 answers: retried, complete")
+    t0 = time.monotonic()
+    t.ok(wait(lambda: complete(srv, 300), timeout=10.0), "a burst of 500 answers: retried, complete",
+         diag="%.1f s\n%s\n%s" % (time.monotonic() - t0, h.stderr(),
+                                   [(r["method"], r["path"], round(r["time"] % 100, 2))
+                                    for r in srv.requests_matching(path_prefix=ad.SLICES_PATH)[-20:]]))
     t.ok(wait(h.synced), "and in sync")
     t.ok(len(re.findall(r"create failed: HTTP 500", h.stderr())) == 1,
          "four 500s of one kind are logged once", diag=h.stderr())
@@ -207,6 +211,7 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
     srv.fail_next(2, 429, method="PUT", path_prefix=ad.SLICES_PATH, retry_after=1)
     h.cmd("set 299")
     t.ok(wait(lambda: complete(srv, 299), timeout=10.0), "429 with Retry-After: retried, complete")
+    t.ok("update failed: HTTP 429" in h.stderr(), "the 429 was seen and logged", diag=h.stderr())
 
     # -- 409 burst on update: re-list first
     lists_before = len([r for r in srv.requests_matching("GET", ad.SLICES_PATH)
@@ -244,7 +249,8 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
          "stale and stray slices replaced: one slice of 5 devices")
 
     # -- an unhealthy device: its taint, and the 64-device limit
-    sysroot = os.path.join(data_dir, "dgx", "sys")
+    sysroot = os.path.join(work, "sys")
+    shutil.copytree(os.path.join(data_dir, "dgx", "sys"), sysroot, symlinks=True)
     devroot = os.path.join(work, "dev")
     os.makedirs(devroot)
     subprocess.run([python3, mksysfs, "mkdev", sysroot, devroot], check=True,
@@ -259,6 +265,15 @@ def run(exe, python3, mksysfs, data_dir, work, srv):
     t.ok(d0 and "taints" not in d0 and
          d0["attributes"].get("resource.kubernetes.io/pcieRoot") == {"string": "pci0000:17"},
          "a healthy device: no taint, its attributes", diag=d0)
+    g5 = generation(srv)
+    with open(os.path.join(sysroot, "class", "infiniband", "mlx5_9", "ports", "1", "state"),
+              "w") as f:
+        f.write("4: ACTIVE\n")
+    h.cmd("scan %s %s" % (sysroot, devroot))
+    t.ok(wait(lambda: "taints" not in srv.devices(DRIVER, NODE).get("pci-0000-d8-00-0", {})
+              and generation(srv) > g5),
+         "the port recovers: the taint is removed, at a higher generation",
+         diag=srv.devices(DRIVER, NODE).get("pci-0000-d8-00-0"))
     h.cmd("set 100 0")
     t.ok(wait(lambda: complete(srv, 100)), "100 devices, one tainted: complete")
     sizes = sorted(len(s["spec"]["devices"]) for s in srv.slices(DRIVER, NODE))

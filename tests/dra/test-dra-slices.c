@@ -145,6 +145,38 @@ static void test_sriov_attributes(void)
 	fixture_free(fx);
 }
 
+/* The quirks fixture: renamed devices, an SF without PCI address, a garbage NUMA node, a
+ * device with an unusable sibling on its function, hostile attribute values. */
+static void test_quirks(void)
+{
+	struct fixture *fx = fixture_scan("quirks");
+	struct cfg *cfg;
+	struct cfg_assignment *a;
+	struct dra_inventory *inv = inventory_of(fx->node, NULL, &cfg, &a);
+	cJSON *devs = dra_slice_devices(inv, DRV), *specs;
+	const cJSON *ib = device_named(devs, "pci-0000-0c-00-0");
+	const cJSON *sf = device_named(devs, "rdma-rocep59s0f0s88");
+
+	ok(cJSON_GetArraySize(devs) == (int)disc_node_count_usable(fx->node),
+	   "quirks: every usable device is a slice device (%d)", cJSON_GetArraySize(devs));
+	ok(device_named(devs, "pci-0000-0b-00-0") != NULL,
+	   "mlx5_0 beside the unusable smi1: named by its function alone");
+	is_str(str_attr(ib, DRV "/rdmaDevice"), "ibp12s0", "a renamed device keeps its name");
+	ok(ib && !attr(ib, "resource.kubernetes.io/numaNode", "int"),
+	   "numa_node \"banana\": numaNode omitted");
+	ok(sf && !attr(sf, "resource.kubernetes.io/pciBusID", "string") &&
+	       !attr(sf, "resource.kubernetes.io/pcieRoot", "string"),
+	   "an SF without PCI address: rdma-<name>, no PCI attributes");
+	specs = dra_slice_specs(DRV, "node1", 1, devs);
+	ok(all_valid(specs), "the quirks slice passes the API server's validation");
+	cJSON_Delete(specs);
+	cJSON_Delete(devs);
+	dra_inventory_free(inv);
+	cfg_assignment_free(a);
+	cfg_free(cfg);
+	fixture_free(fx);
+}
+
 static void test_omitted(void)
 {
 	struct fake_node *f = fake_new(4);
@@ -492,6 +524,7 @@ int main(int argc, char **argv)
 	fixture_args(argc, argv);
 	test_dgx_attributes();
 	test_sriov_attributes();
+	test_quirks();
 	test_omitted();
 	test_label_values();
 	test_cut();
