@@ -455,9 +455,10 @@ static int check_device(const struct dra_checkpoint *c, const struct dra_invento
 		return fail(err, errlen, -ENODEV,
 			    "claim %s: device %s is not on this node (anymore)", who,
 			    esc(a, sizeof(a), res->device));
-	if (!h->d)
-		return fail(err, errlen, -EINVAL, "claim %s: device %s has no RDMA device", who,
-			    h->name);
+	/* An inventory that lost either would hand the kubelet a name nothing resolves. */
+	if (!h->d || !h->cdi_id[0])
+		return fail(err, errlen, -EINVAL,
+			    "claim %s: device %s has no RDMA device or CDI ID", who, h->name);
 	holder = c && !pool_shared(inv, h) ? dra_checkpoint_holder(c, h->name, uid) : NULL;
 	if (holder)
 		return fail(err, errlen, -EBUSY,

@@ -7,10 +7,13 @@
  *
  * Per-claim spec: kind "<driver>/claim" (DRA_CLAIM_KIND_CLASS), one device named by the
  * claim UID, file "<driver>-claim_<uid>.json" in the spec dir, whose env carries
- * RDMA_CDI_DEVICES (the claim's RDMA names, comma-separated) and, when the pool asks for
- * it (ncclEnv), NCCL_IB_HCA and UCX_NET_DEVICES as the bridge sets them. Files are
- * written through cdi_write_file_atomic and removed only when they are ours (a regular
- * file whose spec carries our kind and claim UID).
+ * RDMA_CDI_DEVICES (the claim's RDMA names, comma-separated) and, when the pool of any
+ * of the claim's devices asks for it (ncclEnv), NCCL_IB_HCA and UCX_NET_DEVICES over all
+ * of them, as the bridge sets them (bridge-internal.h). Its cdiVersion is
+ * cdi_min_version()'s: 0.5.0 for a UID that starts with a digit, as most UUIDs do. Files
+ * are written through cdi_write_file_atomic and removed only when they are ours (a
+ * regular file whose spec carries our kind and claim UID). The checkpoint's format:
+ * claims-internal.h.
  */
 #pragma once
 
@@ -25,7 +28,7 @@
 #define DRA_UID_MAX 128		/* a claim UID (a UUID has 36 characters) */
 #define DRA_RESULTS_MAX 256	/* results of one claim (the API allows 32) */
 #define DRA_TOLERATIONS_MAX 64	/* tolerations of one result (the API allows 16) */
-#define DRA_CLAIM_STRING_MAX 253 /* request, device, share ID, toleration fields */
+#define DRA_CLAIM_STRING_MAX 253 /* namespace, name, request, share ID, toleration fields */
 #define DRA_CHECKPOINT_MAX_BYTES (64u * 1024 * 1024)
 #define DRA_CHECKPOINT_CLAIMS_MAX 65536
 
@@ -108,14 +111,17 @@ const char *dra_checkpoint_holder(const struct dra_checkpoint *c, const char *de
  * *ret is a copy of the recorded answer and *ret_spec NULL (idempotent). With the reason
  * ("claim default/c1: device pci-0000-3b-00-0 is ..."): -ENODEV not on this node
  * (anymore), -EBUSY already prepared for claim <uid>, -EIO unhealthy (<reason>), -EINVAL
- * (no results, a UID that is no CDI device name), -ENOMEM.
+ * (no results or more than DRA_RESULTS_MAX, a UID that is no CDI device name or longer
+ * than DRA_UID_MAX or holds "..", a namespace or name that is empty, over
+ * DRA_CLAIM_STRING_MAX or not UTF-8, a driver that makes no CDI kind), -ENOMEM. c may be
+ * NULL (nothing prepared yet).
  */
 int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 		const char *driver, const char *ns, const char *name, const char *uid,
 		const struct dra_result *results, size_t n_results,
 		struct dra_prepared_claim **ret, cJSON **ret_spec, char *err, size_t errlen);
-/* Adds p (ownership taken, also on failure; replaces an entry of the same UID): 0 or
- * -ENOMEM. Removes uid: 1, or 0 when absent. */
+/* Adds p (ownership taken, also on failure; replaces an entry of the same UID): 0,
+ * -ENOMEM, -EINVAL (NULL c or p). Removes uid: 1, or 0 when absent. */
 int dra_checkpoint_add(struct dra_checkpoint *c, struct dra_prepared_claim *p);
 int dra_checkpoint_remove(struct dra_checkpoint *c, const char *uid);
 void dra_prepared_claim_free(struct dra_prepared_claim *p);
