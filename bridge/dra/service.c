@@ -12,7 +12,7 @@
  *
  * The plugin watcher re-registers a plugin whose socket it sees created; a removed
  * registration socket is served again at once (an inotify watch on the registry dir, and
- * a poll twice a second that also covers a lost watch and the DRA socket).
+ * a poll every 0.4 s that also covers a lost watch and the DRA socket).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -38,7 +38,7 @@
 
 #define REG_SUFFIX "-reg.sock"
 #define REG_MESSAGE_MAX 4096
-#define POLL_USEC 500000
+#define POLL_USEC 400000
 
 enum dra_method {
 	M_PREPARE_V1,
@@ -976,7 +976,7 @@ int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw, st
 		return r;
 	}
 	watch_registry_dir(s);
-	r = sd_event_add_time_relative(loop, &s->poll, CLOCK_MONOTONIC, POLL_USEC, 100000, on_poll,
+	r = sd_event_add_time_relative(loop, &s->poll, CLOCK_MONOTONIC, POLL_USEC, 50000, on_poll,
 				       s);
 	if (r < 0) {
 		dra_service_free(s);
