@@ -141,22 +141,23 @@ put("bridge", "empty", b"\4")
 
 # dra: first byte = batch kind (bit 0: Unprepare) and answer pattern (the other bits), then
 # a request: field 1 Claim {namespace = 1, uid = 2, name = 3}.
-def claim(ns, uid, name):
+def dra_claim(ns, uid, name):
     return ld(1, ld(1, ns) + ld(2, uid) + ld(3, name))
 
 
-put("dra", "prepare-one", b"\0" + claim("default", "0d5e1c3a-5b6f-4a8e-9c1d-2f3b4a5c6d7e",
-                                          "pod-nic"))
-put("dra", "unprepare-three", b"\3" + b"".join(claim("ns%d" % i, "uid-%d" % i, "c-%d" % i)
-                                                for i in range(3)))
-put("dra", "duplicate-uid", b"\4" + claim("default", "u1", "a") + claim("other", "u1", "b")
-    + claim("default", "u2", "c"))
-put("dra", "nul-uid", b"\0" + claim("default", "u1\0evil", "a"))
-put("dra", "empty-fields", b"\0" + claim("", "", "") + claim("default", "u1", ""))
-put("dra", "bad-names", b"\0" + claim("Default", "u1", "a") + claim("default", "u/2", "-a")
-    + claim("a" * 64, "u3", "b" * 254))
+put("dra", "prepare-one", b"\0" + dra_claim("default", "0d5e1c3a-5b6f-4a8e-9c1d-2f3b4a5c6d7e",
+                                              "pod-nic"))
+put("dra", "unprepare-three", b"\3" + b"".join(dra_claim("ns%d" % i, "uid-%d" % i, "c-%d" % i)
+                                                    for i in range(3)))
+put("dra", "duplicate-uid", b"\4" + dra_claim("default", "u1", "a")
+    + dra_claim("other", "u1", "b") + dra_claim("default", "u2", "c"))
+put("dra", "nul-uid", b"\0" + dra_claim("default", "u1\0evil", "a"))
+put("dra", "empty-fields", b"\0" + dra_claim("", "", "") + dra_claim("default", "u1", ""))
+put("dra", "bad-names", b"\0" + dra_claim("Default", "u1", "a")
+    + dra_claim("default", "u/2", "-a") + dra_claim("a" * 64, "u3", "b" * 254))
 put("dra", "unknown-fields", b"\1" + varint(2 << 3) + varint(7) + ld(9, "x")
-    + claim("default", "u1", "a") + ld(1, ld(1, "ns") + ld(2, "u2") + ld(3, "n") + ld(4, "?")))
-put("dra", "too-many", b"\0" + claim("d", "u", "n") * 1025)
-put("dra", "truncated", b"\0" + claim("default", "u1", "a")[:-2])
+    + dra_claim("default", "u1", "a")
+    + ld(1, ld(1, "ns") + ld(2, "u2") + ld(3, "n") + ld(4, "?")))
+put("dra", "too-many", b"\0" + dra_claim("d", "u", "n") * 1025)
+put("dra", "truncated", b"\0" + dra_claim("default", "u1", "a")[:-2])
 put("dra", "empty", b"\0")
