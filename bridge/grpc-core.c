@@ -40,6 +40,8 @@ struct gc_runtime {
 	pthread_mutex_t lock;
 	/* loop thread only: instances not yet finalized, client calls not yet finished */
 	unsigned n_servers, n_calls;
+	/* under lock: deferred calls their holder has not answered yet */
+	unsigned n_deferred;
 };
 
 struct gc_stream;
@@ -326,10 +328,12 @@ static void deferred_send(struct gc_call *c, grpc_status_code code, grpc_byte_bu
 	grpc_op ops[3];
 	size_t n = 0;
 	grpc_call_error e;
+	bool twice;
 
 	memset(ops, 0, sizeof(ops));
 	pthread_mutex_lock(&s->rt->lock);
-	if (c->answered) {
+	twice = c->answered;
+	if (twice) {
 		log_error("%s: a deferred call was answered twice, ignoring", s->name);
 	} else if (!c->closed && c->call) {
 		ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -360,11 +364,14 @@ static void deferred_send(struct gc_call *c, grpc_status_code code, grpc_byte_bu
 	} else {
 		log_debug("%s: the answer to a call that is gone is dropped", s->name);
 	}
+	if (!twice)
+		s->rt->n_deferred--;
 	c->answered = true;
 	pthread_mutex_unlock(&s->rt->lock);
 	if (bb)
 		grpc_byte_buffer_destroy(bb);
-	deferred_unref(c);
+	if (!twice)
+		deferred_unref(c);
 }
 
 void gc_deferred_answer(struct gc_deferred *call, grpc_status_code status, const void *reply,
@@ -410,6 +417,8 @@ static void deferred_run(struct gc_call *c)
 	op.data.recv_close_on_server.cancelled = &c->cancelled;
 	pthread_mutex_lock(&s->rt->lock);
 	e = grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL);
+	if (e == GRPC_CALL_OK)
+		s->rt->n_deferred++;
 	pthread_mutex_unlock(&s->rt->lock);
 	if (e != GRPC_CALL_OK) {
 		log_error("%s: a call could not be started (grpc_call_error %d)", s->name, (int)e);
@@ -942,7 +951,12 @@ int gc_runtime_new(struct mailbox *mb, struct gc_runtime **ret)
 
 bool gc_runtime_idle(struct gc_runtime *rt)
 {
-	return rt->n_servers == 0 && rt->n_calls == 0;
+	unsigned deferred;
+
+	pthread_mutex_lock(&rt->lock);
+	deferred = rt->n_deferred;
+	pthread_mutex_unlock(&rt->lock);
+	return rt->n_servers == 0 && rt->n_calls == 0 && deferred == 0;
 }
 
 void gc_runtime_free(struct gc_runtime *rt)
@@ -952,8 +966,9 @@ void gc_runtime_free(struct gc_runtime *rt)
 	if (!gc_runtime_idle(rt)) {
 		/* A server whose shutdown never completed still uses the queue: leave it all
 		 * to process exit rather than destroy it under a running call. */
-		log_warning("%u server(s) and %u call(s) still shutting down at exit",
-			    rt->n_servers, rt->n_calls);
+		log_warning("%u server(s), %u call(s) and %u unanswered deferred call(s) still "
+			    "alive at exit",
+			    rt->n_servers, rt->n_calls, rt->n_deferred);
 		return;
 	}
 	if (rt->cq) {

@@ -32,7 +32,8 @@ struct gc_deferred;
 
 /* grpc_init() and the completion-queue thread; callbacks reach the loop through mb. */
 int gc_runtime_new(struct mailbox *mb, struct gc_runtime **ret);
-/* True when no server instance or client call is alive (all shutdowns completed). */
+/* True when no server instance, client call or unanswered deferred call is alive (all
+ * shutdowns completed, every deferred call answered). */
 bool gc_runtime_idle(struct gc_runtime *rt);
 /* Shuts the queue down, joins the thread, grpc_shutdown(). Servers and calls still
  * alive are abandoned (leaked, not freed) rather than destroyed under a running call.

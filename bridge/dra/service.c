@@ -12,7 +12,7 @@
  *
  * The plugin watcher re-registers a plugin whose socket it sees created; a removed
  * registration socket is served again at once (an inotify watch on the registry dir, and
- * a poll twice a second that also covers a lost watch and the DRA socket).
+ * a poll every 0.4 s that also covers a lost watch and the DRA socket).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -38,7 +38,7 @@
 
 #define REG_SUFFIX "-reg.sock"
 #define REG_MESSAGE_MAX 4096
-#define POLL_USEC 500000
+#define POLL_USEC 400000
 
 enum dra_method {
 	M_PREPARE_V1,
@@ -103,7 +103,7 @@ struct dra_service {
 	atomic_uint posts; /* messages posted and not yet run */
 };
 
-/* ---- requests ----------------------------------------------------------------------------- */
+/* ---- requests ---------------------------------------------------------------------------- */
 
 static int wire_varint(const uint8_t *p, size_t len, size_t *at, uint64_t *ret)
 {
@@ -308,7 +308,7 @@ int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret,
 	return 0;
 }
 
-/* ---- batches ------------------------------------------------------------------------------ */
+/* ---- batches ----------------------------------------------------------------------------- */
 
 struct answer {
 	bool done;
@@ -600,7 +600,7 @@ void dra_batch_finish(struct dra_batch *b)
 	dra_batch_free(b);
 }
 
-/* ---- messages to the loop ------------------------------------------------------------------ */
+/* ---- messages to the loop ---------------------------------------------------------------- */
 
 static void service_maybe_destroy(struct dra_service *s);
 
@@ -645,8 +645,7 @@ static int post(struct dra_service *s, struct post *p)
 	return 0;
 }
 
-/* ---- the DRA socket ---------------------------------------------------------------------------
- */
+/* ---- the DRA socket ---------------------------------------------------------------------- */
 
 static int read_payload(grpc_byte_buffer *bb, grpc_slice *ret)
 {
@@ -710,8 +709,7 @@ static int on_dra_call(void *userdata, unsigned method, grpc_byte_buffer *reques
 	return GC_STATUS_DEFERRED;
 }
 
-/* ---- the registration socket ------------------------------------------------------------------
- */
+/* ---- the registration socket ------------------------------------------------------------- */
 
 static grpc_byte_buffer *byte_buffer_of(const void *buf, size_t len)
 {
@@ -788,7 +786,7 @@ static int pack_info(struct dra_service *s)
 	return 0;
 }
 
-/* ---- instances ------------------------------------------------------------------------------ */
+/* ---- instances --------------------------------------------------------------------------- */
 
 static int endpoint_start(struct endpoint *ep)
 {
@@ -976,7 +974,7 @@ int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw, st
 		return r;
 	}
 	watch_registry_dir(s);
-	r = sd_event_add_time_relative(loop, &s->poll, CLOCK_MONOTONIC, POLL_USEC, 100000, on_poll,
+	r = sd_event_add_time_relative(loop, &s->poll, CLOCK_MONOTONIC, POLL_USEC, 50000, on_poll,
 				       s);
 	if (r < 0) {
 		dra_service_free(s);
@@ -1007,8 +1005,7 @@ void dra_service_free(struct dra_service *s)
 	service_maybe_destroy(s);
 }
 
-/* ---- health -------------------------------------------------------------------------------------
- */
+/* ---- health ------------------------------------------------------------------------------ */
 
 void dra_service_publish_health(struct dra_service *s, const struct dra_device_health *h, size_t n)
 {

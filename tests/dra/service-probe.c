@@ -3,7 +3,9 @@
  * service-probe: dra_service on an sd-event loop, answering batches by a script the
  * test knows, so test-service.py can drive it with the kubelet double.
  *
- *   service-probe DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS]
+ *   service-probe DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [no-fswatch]]
+ *
+ * no-fswatch: the service gets no inotify watcher and relies on its poll alone.
  *
  * Claims by UID: "fail-*" fail with "probe refuses <uid>"; "skip-*" are left unanswered
  * (the service must answer them itself); "slow-*" hold the whole batch back SLOW_MS
@@ -249,7 +251,8 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS]\n", argv[0]);
+		fprintf(stderr, "usage: %s DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [no-fswatch]]\n",
+			argv[0]);
 		return 2;
 	}
 	if (argc > 4)
@@ -260,7 +263,8 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	if (sd_event_new(&p.loop) < 0 || mailbox_new(p.loop, &p.mb) < 0 ||
-	    fswatch_new(p.loop, &p.fw) < 0 || gc_runtime_new(p.mb, &p.rt) < 0)
+	    (!(argc > 5 && strcmp(argv[5], "no-fswatch") == 0) && fswatch_new(p.loop, &p.fw) < 0) ||
+	    gc_runtime_new(p.mb, &p.rt) < 0)
 		return 1;
 	sd_event_add_signal(p.loop, NULL, SIGTERM, on_signal, &p);
 	sd_event_add_signal(p.loop, NULL, SIGINT, on_signal, &p);

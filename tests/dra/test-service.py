@@ -29,7 +29,7 @@ DRIVER = "rdma.example"
 
 
 class Probe:
-    def __init__(self, path, workdir, slow_ms=2000):
+    def __init__(self, path, workdir, slow_ms=2000, extra=()):
         self.registry = os.path.join(workdir, "registry")
         self.plugin = os.path.join(workdir, "plugins", DRIVER)
         os.makedirs(self.registry)
@@ -37,7 +37,8 @@ class Probe:
         self.reg_sock = os.path.join(self.registry, DRIVER + "-reg.sock")
         self.dra_sock = os.path.join(self.plugin, "dra.sock")
         self.log = open(os.path.join(workdir, "probe.log"), "w+")
-        self.proc = subprocess.Popen([path, DRIVER, self.registry, self.plugin, str(slow_ms)],
+        self.proc = subprocess.Popen([path, DRIVER, self.registry, self.plugin, str(slow_ms)]
+                                     + list(extra), env=sanitizer_env(),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, text=True)
         self.lines = []
@@ -70,6 +71,7 @@ class Probe:
         return self.proc.poll() is None
 
     def stop(self, timeout=15):
+        """SIGTERM, wait; 0 only for a clean exit with no sanitizer report in the log."""
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -77,12 +79,25 @@ class Probe:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = self.proc.wait()
+        if rc == 0 and sanitizer_report(self.log_text()):
+            rc = -1000
         return rc
 
     def log_text(self):
         self.log.flush()
         with open(self.log.name) as f:
             return f.read()
+
+
+def sanitizer_env():
+    env = dict(os.environ)
+    # UBSan only prints by default: make a report fail the run.
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    return env
+
+
+def sanitizer_report(text):
+    return "runtime error:" in text or "Sanitizer" in text
 
 
 def mode(path):
@@ -185,6 +200,18 @@ def sc_reg_removed(t, args, workdir, protos):
     c.close()
     w.stop()
     t.ok(p.stop() == 0, "the probe stops cleanly", p.log_text())
+    # Without inotify the poll alone serves it again within 1 s.
+    q = Probe(args.probe, os.path.join(workdir, "poll"), extra=["no-fswatch"])
+    t.ok(q.wait_line("ready", timeout=10), "a probe without inotify serves", q.log_text())
+    for i in range(3):
+        os.unlink(q.reg_sock)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3 and not os.path.exists(q.reg_sock):
+            time.sleep(0.01)
+        dt = time.monotonic() - t0
+        t.ok(os.path.exists(q.reg_sock) and dt < 1.0,
+             "no inotify, round %d: reg.sock served again within 1 s (%.3f s)" % (i + 1, dt))
+    t.ok(q.stop() == 0, "that probe stops cleanly", q.log_text())
 
 
 def check_prepare_answers(t, a, version, tag):
@@ -378,8 +405,10 @@ def sc_busy(t, args, workdir, protos):
     with open(os.path.join(reg, DRIVER + "-reg.sock"), "w") as f:
         f.write("not a socket")
     proc = subprocess.run([args.probe, DRIVER, reg, os.path.join(workdir, "plugins", DRIVER)],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
-    t.ok(proc.returncode == 0 and "start failed -17" in proc.stdout,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20,
+                          env=sanitizer_env())
+    t.ok(proc.returncode == 0 and "start failed -17" in proc.stdout
+         and not sanitizer_report(proc.stderr),
          "a file at reg.sock: start fails with -EEXIST", proc.stdout + proc.stderr)
     t.ok("something that is not a socket is there" in proc.stderr, "and says why",
          proc.stderr)
