@@ -225,10 +225,10 @@ class Bridge:
                      "--hook-path", "/usr/libexec/rdma-cdi/rdma-cdi-hook"] + list(extra)
         self.proc = None
 
-    def start(self, prefix=()):
+    def start(self, prefix=(), env=None):
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(list(prefix) + self.argv, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=env)
         return self
 
     def socket(self):

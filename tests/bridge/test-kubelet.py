@@ -9,6 +9,7 @@ runs the bridge as a process and prints TAP.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -1355,6 +1356,114 @@ def sc_metrics(c):
         tap.ok(s.connect_ex(("127.0.0.1", port)) != 0, "the port is closed after exit")
 
 
+SPEC_NAME = "rdma.example-hca.json"
+
+
+def paused_writer_env(c, mark):
+    """The environment of a writer that stops for good at the rename of its spec temp."""
+    env = dict(os.environ, LD_PRELOAD=c.args.pause_rename, RDMA_CDI_TEST_PAUSE_RENAME=SPEC_NAME,
+               RDMA_CDI_TEST_PAUSE_MARK=mark)
+    # An ASan runtime must come first among the libraries; the shim sits before it.
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env
+
+
+def wait_file(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def plant_look_alikes(c, spec_dir):
+    """Files named like our temps that are not ours to remove; returns (names, holder)."""
+    victim = os.path.join(c.work, "victim")
+    with open(victim, "w") as f:
+        f.write("not a temp\n")
+    os.symlink(victim, os.path.join(spec_dir, "." + SPEC_NAME + ".LINKED"))
+    nobody = os.path.join(spec_dir, "." + SPEC_NAME + ".NOBODY")
+    open(nobody, "w").close()
+    os.chown(nobody, 65534, 65534)
+    open(os.path.join(spec_dir, ".other.example-x.json.abcdef"), "w").close()
+    # A live writer's temp: held locked by this process for the whole scenario.
+    holder = open(os.path.join(spec_dir, "." + SPEC_NAME + ".LOCKED"), "w")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    return sorted(os.listdir(spec_dir)), holder
+
+
+def check_killed(tap, what, spec_dir, mark, proc):
+    """proc stopped at its rename: SIGKILL it; returns the temp it left (or None)."""
+    if not tap.ok(wait_file(mark), "%s stops between its write and its rename" % what):
+        proc.kill()
+        proc.wait()
+        return None
+    tmp = os.path.join(spec_dir, open(mark).read())
+    try:
+        with open(tmp) as f:
+            whole = json.load(f).get("kind") == "rdma.example/hca"
+    except (OSError, ValueError):
+        whole = False
+    tap.ok(whole, "its temp %s holds the whole spec" % os.path.basename(tmp))
+    proc.kill()
+    proc.wait()
+    tap.ok(os.path.exists(tmp) and not os.path.exists(os.path.join(spec_dir, SPEC_NAME)),
+           "SIGKILL there leaves the temp behind and no spec")
+    return tmp
+
+
+def check_restarted(tap, what, spec_dir, tmp, look_alikes):
+    try:
+        with open(os.path.join(spec_dir, SPEC_NAME)) as f:
+            spec = json.load(f)
+        valid = spec["kind"] == "rdma.example/hca" and len(spec["devices"]) > 0
+    except (OSError, ValueError, KeyError):
+        valid = False
+    tap.ok(valid, "%s after the kill: a valid spec" % what)
+    tap.ok(tmp is not None and not os.path.lexists(tmp), "and the dead writer's temp is gone")
+    left = sorted(os.listdir(spec_dir))
+    tap.ok(left == sorted(look_alikes + [SPEC_NAME]),
+           "look-alikes kept: a symlink, another user's, another spec's, a live writer's",
+           "left: %s" % left)
+
+
+def sc_killed_mid_write(c):
+    """SIGKILL of the bridge and of `generate` between the temp's write and its rename."""
+    tap = c.tap
+    spec_dir = os.path.join(c.work, "cdi")
+    os.makedirs(spec_dir)
+    look_alikes, holder = plant_look_alikes(c, spec_dir)
+    c.start_kubelet()
+    mark = os.path.join(c.work, "paused-bridge")
+    b = c.bridge(start=False)
+    b.start(env=paused_writer_env(c, mark))
+    tmp = check_killed(tap, "a bridge", spec_dir, mark, b.proc)
+    b2 = c.bridge()
+    c.registered()
+    tap.ok(wait_file(b2.spec_path()), "the restarted bridge writes its spec", b2.log_text())
+    check_restarted(tap, "bridge", spec_dir, tmp, look_alikes)
+    tap.ok(os.path.getsize(os.path.join(c.work, "victim")) == 11,
+           "the symlink's target is untouched")
+    b2.stop()
+    # `generate` the same way, in a spec dir of its own.
+    gen_dir = os.path.join(c.work, "cdi-generate")
+    os.makedirs(gen_dir)
+    holder2 = open(os.path.join(gen_dir, "." + SPEC_NAME + ".LOCKED"), "w")
+    fcntl.flock(holder2, fcntl.LOCK_EX)
+    argv = [c.args.rdma_cdi, "generate", "--sysfs-root", c.sysfs, "--dev-root", c.dev,
+            "--spec-dir", gen_dir]
+    mark = os.path.join(c.work, "paused-generate")
+    p = subprocess.Popen(argv, env=paused_writer_env(c, mark), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    tmp = check_killed(tap, "`generate`", gen_dir, mark, p)
+    r = subprocess.run(argv, capture_output=True, text=True)
+    tap.ok(r.returncode == 0, "the next `generate` succeeds", r.stderr)
+    check_restarted(tap, "generate", gen_dir, tmp, ["." + SPEC_NAME + ".LOCKED"])
+    holder.close()
+    holder2.close()
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -1385,6 +1494,7 @@ SCENARIOS = {
     "plugin-dir-gone": sc_plugin_dir_gone,
     "shared-bound": (sc_shared_bound, "scale", ("--devices", "200")),
     "metrics": sc_metrics,
+    "killed-mid-write": sc_killed_mid_write,
 }
 
 
@@ -1393,6 +1503,7 @@ def main():
     ap.add_argument("--rdma-cdi", required=True)
     ap.add_argument("--mksysfs", required=True)
     ap.add_argument("--proto", required=True)
+    ap.add_argument("--pause-rename", help="tests/tools/pause-rename.c as a shared library")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     fn = SCENARIOS[args.scenario]
