@@ -10,6 +10,7 @@ runs the bridge as a process and prints TAP.
 
 import argparse
 import fcntl
+import glob
 import json
 import os
 import re
@@ -1464,6 +1465,88 @@ def sc_killed_mid_write(c):
     holder2.close()
 
 
+def log_skew(b, needle):
+    """Seconds between the daemon's wall clock (its JSON log line containing needle) and
+    ours; None when there is no such line."""
+    for line in reversed(b.log_text().splitlines()):
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if needle in j.get("msg", ""):
+            t = time.mktime(time.strptime(j["ts"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+            return t - time.time()
+    return None
+
+
+def periodic_rescans(c, port):
+    samples, _ = parse_exposition(http_get(port, "/metrics")[2])
+    return metric(samples, "rdma_cdi_rescans_total", reason="periodic", result="ok")
+
+
+def sc_clock_jump(c):
+    """The wall clock steps 3 h forward, then 6 h back, under a running bridge: libfaketime
+    moves CLOCK_REALTIME for every reader in the daemon (libc, sd-event, gRPC); the
+    monotonic clock and the kernel's timers do not move, as in a real step. Rescans neither
+    stall nor come in a burst; health, Allocate and re-registration keep working. A timer
+    armed on the wall clock would be 3 h late (stall) or 6 h early (burst)."""
+    tap = c.tap
+    libs = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1") +
+                  glob.glob("/usr/lib/faketime/libfaketimeMT.so.1"))
+    if not tap.ok(libs, "libfaketimeMT is installed (Debian package faketime)"):
+        return
+    lib = libs[0]
+    stamp = os.path.join(c.work, "faketime")
+    with open(stamp, "w") as f:
+        f.write("+0\n")
+    # The shim first: libfaketime would shift monotonic timerfd deadlines too.
+    env = dict(os.environ, LD_PRELOAD="%s %s" % (c.args.real_timerfd, lib),
+               FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
+               FAKETIME_DONT_FAKE_MONOTONIC="1", DONT_FAKE_MONOTONIC="1")
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    port = free_port()
+    k = c.start_kubelet()
+    b = c.bridge(["--rescan-interval", "1", "--log-format", "json", "--metrics-address",
+                  "127.0.0.1:%d" % port], start=False)
+    b.start(env=env)
+    c.registered()
+    stream, _ = c.first_list()
+    tap.ok(b.wait_log("serving metrics"), "metrics served", b.log_text())
+    state = "DOWN"
+    for step, offset, want in (("3 h forward", "+3h", 3 * 3600), ("6 h back", "-3h", -3 * 3600)):
+        with open(stamp, "w") as f:
+            f.write(offset + "\n")
+        health = "Unhealthy" if state == "DOWN" else "Healthy"
+        set_port_state(c.sysfs, "mlx5_2", "1: DOWN" if state == "DOWN" else "4: ACTIVE")
+        lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == health, 5)
+        tap.ok(lst is not None, "%s: a port %s is seen by the next periodic rescan" %
+               (step, state), c.log())
+        needle = "port 1 DOWN" if state == "DOWN" else "Healthy again"
+        b.wait_log(needle)
+        skew = log_skew(b, needle)
+        tap.ok(skew is not None and abs(skew - want) < 60,
+               "%s: the daemon's wall clock moved (its log says %s s)" %
+               (step, None if skew is None else round(skew)), b.log_text()[-2000:])
+        n0 = periodic_rescans(c, port)
+        time.sleep(4)
+        n1 = periodic_rescans(c, port)
+        # Every 1 s: 4 expected; a timer on the wall clock would stall (0) or burst.
+        tap.ok(n0 is not None and n1 is not None and 2 <= n1 - n0 <= 6,
+               "%s: %s periodic rescans in 4 s (one a second)" %
+               (step, None if n0 is None or n1 is None else n1 - n0))
+        r = k.plugin_stub().Allocate(alloc(k.pb, ["0000:9a:00.0"]))
+        tap.ok(r.container_responses[0].cdi_devices[0].name == "rdma.example/hca=mlx5_4",
+               "%s: Allocate works" % step)
+        k.restart()
+        reg = k.wait_registrations(1, 5)
+        tap.ok(reg is not None, "%s: a restarted kubelet gets a registration" % step,
+               b.log_text()[-2000:])
+        stream = k.latest_stream()
+        tap.ok(stream is not None and stream.wait() is not None, "%s: a new device list" % step)
+        state = "ACTIVE"
+    tap.ok(b.proc.poll() is None, "the bridge kept running")
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -1495,6 +1578,7 @@ SCENARIOS = {
     "shared-bound": (sc_shared_bound, "scale", ("--devices", "200")),
     "metrics": sc_metrics,
     "killed-mid-write": sc_killed_mid_write,
+    "clock-jump": sc_clock_jump,
 }
 
 
@@ -1504,6 +1588,7 @@ def main():
     ap.add_argument("--mksysfs", required=True)
     ap.add_argument("--proto", required=True)
     ap.add_argument("--pause-rename", help="tests/tools/pause-rename.c as a shared library")
+    ap.add_argument("--real-timerfd", help="tests/tools/real-timerfd.c as a shared library")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     fn = SCENARIOS[args.scenario]
