@@ -23,10 +23,11 @@ sizes=${SIZES:-"10 100 1000 2000"}
 here=$(cd "$(dirname "$0")" && pwd)
 mksysfs=$here/../fixtures/mksysfs.py
 floor=$build/tests/bench/sysfs-floor
+timeit=$build/tests/bench/timeit
 rdma=$build/rdma-cdi
 python=/usr/bin/python3
 
-for f in "$floor" "$rdma"; do
+for f in "$floor" "$timeit" "$rdma"; do
 	[ -x "$f" ] || { echo "bench-generate: $f not built" >&2; exit 1; }
 done
 base=${BENCH_TMPDIR:-/dev/shm}
@@ -46,10 +47,6 @@ time_us() {
 		exit 1
 	fi
 	us=$(( (10#${t1/./} - 10#${t0/./}) ))
-}
-
-median() {
-	sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 
 fs=$(stat -f -c %T "$work")
@@ -74,16 +71,9 @@ for n in $sizes; do
 	rm -f "$spec"
 	time_us "${gen[@]}"
 	[ -s "$spec" ] || { echo "bench-generate: generate wrote no spec" >&2; exit 1; }
-	ft=() gt=()
-	for ((i = 0; i < reps; i++)); do
-		time_us "$floor" "$sys"
-		ft+=("$us")
-		rm -f "$spec"
-		time_us "${gen[@]}"
-		gt+=("$us")
-	done
-	fm=$(printf '%s\n' "${ft[@]}" | median)
-	gm=$(printf '%s\n' "${gt[@]}" | median)
+	# A and B in turn, spawned without a shell; generate's output removed before each run.
+	read -r fm gm < <("$timeit" "$reps" --unlink "$spec" -- "$floor" "$sys" -- "${gen[@]}") ||
+		{ echo "bench-generate: timing failed" >&2; exit 1; }
 	if [ "$markdown" = 0 ]; then
 		awk -v n="$n" -v f="$fm" -v g="$gm" \
 			'BEGIN { printf "%-6s %10.1f %12.1f %7.2f\n", n, f / 1000, g / 1000, g / f }'
@@ -107,7 +97,8 @@ physical state, link layer, rate, GID netdev, every uverbs and umad), no checks,
 parsing, no output. **generate**: \`rdma-cdi generate --sysfs-root T --dev-root D --output
 T/spec.json\`, the output removed before each run, so every run writes a whole spec
 (validated, formatted, fsync'd, renamed). Wall time of the whole process (start-up
-included) from bash, median of $reps runs after one warm-up.
+included), each started with posix_spawn by \`tests/bench/timeit.c\` in turn with the floor,
+median of $reps runs after one warm-up.
 
 | N devices | **ratio generate / floor** | generate ms | floor ms | target |
 |---:|---:|---:|---:|---|

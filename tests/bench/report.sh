@@ -20,7 +20,7 @@ mksysfs=$top/tests/fixtures/mksysfs.py
 # name | files that must exist (space separated) | command printing the section on stdout.
 # Add a benchmark with one line; it prints a "## Title" section of its own.
 SECTIONS=(
-	"generate|$build/rdma-cdi $build/tests/bench/sysfs-floor|$here/bench-generate.sh --markdown $build"
+	"generate|$build/rdma-cdi $build/tests/bench/sysfs-floor $build/tests/bench/timeit|$here/bench-generate.sh --markdown $build"
 	"refresh|$build/tests/bench/bench-refresh|$build/tests/bench/bench-refresh $python $mksysfs --markdown"
 	"bridge|$build/rdma-cdi-bridge $build/tests/bridge/bench-allocate|$build/tests/bridge/bench-allocate --markdown --rdma-cdi $build/rdma-cdi --mksysfs $mksysfs"
 	"daemon|$build/rdma-cdi-bridge|$python $here/bench-daemon.py --markdown --rdma-cdi $build/rdma-cdi --mksysfs $mksysfs --proto $top/proto/deviceplugin.proto"
@@ -34,9 +34,10 @@ option() {
 	meson introspect "$build" --buildoptions 2>/dev/null |
 		"$python" -c 'import json,sys; print({o["name"]: o["value"] for o in json.load(sys.stdin)}.get(sys.argv[1], "?"))' "$1"
 }
-cc=$(meson introspect "$build" --compilers 2>/dev/null |
-	"$python" -c 'import json,sys; c=json.load(sys.stdin)["host"]["c"]; print(c["id"], c["version"])' 2>/dev/null)
-
+# The compiler of the build, as compile_commands.json names it, and its version line.
+cc=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["command"].split()[0])' \
+	"$build/compile_commands.json" 2>/dev/null)
+cc="${cc:-?} ($("${cc:-false}" --version 2>/dev/null | head -n 1))"
 {
 	echo "# Benchmarks"
 	echo
@@ -76,12 +77,17 @@ for entry in "${SECTIONS[@]}"; do
 	else
 		rc=$?
 		status=1
-		{
-			printf '\n**%s: the benchmark failed (exit %d)**; the end of its errors:\n\n```\n' \
-				"$name" "$rc"
-			tail -n 15 "$errs"
-			printf '```\n\n'
-		} >>"$tmp"
+		if [ -s "$errs" ]; then
+			{
+				printf '\n**%s: the benchmark failed (exit %d)**; the end of its errors:\n\n```\n' \
+					"$name" "$rc"
+				tail -n 15 "$errs"
+				printf '```\n\n'
+			} >>"$tmp"
+		else
+			printf '\n**%s: exit %d, a target was missed** (see the table above).\n\n' \
+				"$name" "$rc" >>"$tmp"
+		fi
 		echo "report: $name FAILED ($rc)" >&2
 		tail -n 15 "$errs" >&2
 	fi
