@@ -32,39 +32,6 @@ static bool file_name_ok(const char *name)
 	       strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-/* mkdir -p; directories we create get 0755 whatever the umask. */
-static int mkdir_parents(const char *dir)
-{
-	_cleanup_free_ char *p = strdup(dir);
-	size_t n;
-
-	if (!p)
-		return -ENOMEM;
-	n = strlen(p);
-	while (n > 1 && p[n - 1] == '/')
-		p[--n] = '\0';
-	for (char *s = p + 1;; s++) {
-		bool last = *s == '\0';
-
-		if (*s != '/' && !last)
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) == 0) {
-			_cleanup_close_ int fd =
-			    open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (fd < 0 || fchmod(fd, 0755) < 0)
-				return -errno;
-		} else if (errno != EEXIST) {
-			return -errno;
-		}
-		if (last)
-			break;
-		*s = '/';
-	}
-	return 0;
-}
-
 static int open_dir(const char *dir)
 {
 	int fd, r;
@@ -74,7 +41,8 @@ static int open_dir(const char *dir)
 		return fd;
 	if (errno != ENOENT)
 		return -errno;
-	r = mkdir_parents(dir);
+	/* Directories we create get 0755 whatever the umask. */
+	r = mkdir_all(dir, 0755);
 	if (r < 0)
 		return r;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

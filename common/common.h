@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
@@ -201,6 +202,10 @@ int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
+
+/* mkdir -p: creates the missing directories of path, each with exactly mode (whatever
+ * the umask); existing ones are left as they are. 0 or -errno. */
+int mkdir_all(const char *path, mode_t mode);
 
 /* Parses a decimal integer filling the whole string (after trimming spaces). */
 int parse_int64(const char *s, long long *ret);

@@ -37,17 +37,10 @@ def cpu_seconds(pid):
 
 
 def up(args, work, profile, extra=(), fixture=()):
-    sysfs, dev = kd.make_fixture(args.mksysfs, profile, work, fixture)
-    plugin_dir = os.path.join(work, "plugins")
-    os.makedirs(plugin_dir, exist_ok=True)
-    k = kd.Kubelet(plugin_dir, args.proto).start()
-    b = kd.Bridge(args.rdma_cdi, work, sysfs, dev, extra=list(extra),
-                  plugin_dir=plugin_dir).start()
-    if k.wait_registrations(1, 60) is None:
-        raise SystemExit("bridge did not register:\n" + b.log_text())
-    stream = k.latest_stream()
-    stream.wait(timeout=30)
-    return sysfs, dev, k, b, stream
+    try:
+        return kd.up(args.rdma_cdi, args.mksysfs, args.proto, work, profile, extra, fixture)
+    except kd.NotRegistered as e:
+        raise SystemExit("bridge did not register:\n%s" % e)
 
 
 def bench_hotplug(args):
