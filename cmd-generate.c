@@ -272,6 +272,8 @@ int cmd_generate(int argc, char **argv)
 		goto out;
 	wo.output = a.output;
 	wo.spec_dir = a.common.n_spec_dirs ? a.common.spec_dirs[0] : NULL;
+	/* Each `generate` is a start: a killed one may have left its temp file. */
+	wo.remove_stale_temps = true;
 	if (a.rescan_interval && !a.watch) {
 		cli_usage_error("generate", "--rescan-interval applies to --watch only");
 		goto out;

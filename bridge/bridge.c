@@ -490,25 +490,6 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 /* ---- setup ---------------------------------------------------------------------------------- */
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int setup_plugin_dir(struct bridge *b)
 {
 	const char *dir = b->o->plugin_dir ? b->o->plugin_dir : BRIDGE_DEFAULT_PLUGIN_DIR;
@@ -539,7 +520,7 @@ static int setup_plugin_dir(struct bridge *b)
 		if (errno != ENOENT)
 			return log_error_errno(-errno, "plugin directory %s", b->plugin_dir);
 		/* The kubelet creates it 0750 too; we may simply be first. */
-		r = mkdir_p(b->plugin_dir, 0750);
+		r = mkdir_all(b->plugin_dir, 0750);
 		if (r < 0)
 			return log_error_errno(r, "cannot create plugin directory %s",
 					       b->plugin_dir);

@@ -885,7 +885,8 @@ int gc_client_call(struct gc_runtime *rt, const char *target_path, const char *m
 	slice = grpc_slice_from_copied_string(method);
 	c->call =
 	    grpc_channel_create_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, rt->cq, slice, NULL,
-				     gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
+				     /* monotonic: a wall-clock step moves no deadline */
+				     gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 						  gpr_time_from_millis(timeout_ms, GPR_TIMESPAN)),
 				     NULL);
 	grpc_slice_unref(slice); /* the call holds its own reference */

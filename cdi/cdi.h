@@ -90,7 +90,8 @@ enum cdi_write_result { CDI_WRITE_UNCHANGED = 0, CDI_WRITE_UPDATED = 1 };
 /*
  * Writes buf atomically to dir/name: creates dir (0755) if missing, refuses when
  * dir/name is a symlink or not a regular file (-ELOOP / -EEXIST), writes a temp file
- * ".name.XXXXXX" (never ending in .json/.yaml) mode 0644, fsync, rename, fsync dir.
+ * ".name.XXXXXX" (never ending in .json/.yaml, flock()ed until renamed) mode 0644, fsync,
+ * rename, fsync dir.
  * When the existing file already holds exactly buf with mode 0644, nothing is touched
  * and CDI_WRITE_UNCHANGED is returned. Never follows symlinks. Does not log.
  */
@@ -112,6 +113,17 @@ int cdi_write_file_atomic_expect(const char *dir, const char *name, const char *
  * checkpoint; the unchanged check then wants that mode). -EINVAL beyond 0777. */
 int cdi_write_file_atomic_mode(const char *dir, const char *name, const char *buf, size_t len,
 			       const struct stat *expect, unsigned mode);
+
+/*
+ * Removes the temp files a writer of dir/name killed between its create and its rename
+ * left behind (cdi_write_file_atomic holds each temp flock()ed from creation to rename;
+ * the kernel drops the lock when the writer dies). Only entries named exactly
+ * ".<name>.XXXXXX" (6 characters of the temp alphabet) that are regular files (never
+ * followed) owned by our euid and not locked are removed: a concurrent writer's temp and
+ * anyone else's file stay. Returns the number removed, 0 when dir is missing, or the first
+ * -errno met (the others are still tried). Does not log.
+ */
+int cdi_remove_stale_temps(const char *dir, const char *name);
 
 /*
  * The spec files found in a set of spec directories, in the order the runtimes read

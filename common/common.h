@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
@@ -110,15 +111,24 @@ struct log_fields {
 	const char *const *kv;
 	size_t n; /* number of strings: 2 x fields */
 };
+/* The number of arguments, 1 to 32, as an integer constant (more: a compile error). */
+#define LOG_NARGS(...)                                                                             \
+	LOG_NARGS_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,    \
+		   16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, LOG_NARGS_TOO_MANY)
+#define LOG_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17,   \
+		   a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, n,   \
+		   ...)                                                                            \
+	n
+/* Counted by the preprocessor: clang refuses a compound literal of run-time values inside
+ * _Static_assert. */
 #define LOG_FIELDS(...)                                                                            \
 	((struct log_fields){                                                                      \
 	    .kv = (const char *const[]){__VA_ARGS__},                                              \
-	    .n = ELEMENTSOF(((const char *const[]){__VA_ARGS__})) +                                \
-		 0 * sizeof(struct {                                                               \
-			 _Static_assert(ELEMENTSOF(((const char *const[]){__VA_ARGS__})) % 2 == 0, \
-					"LOG_FIELDS takes key, value pairs");                      \
-			 int lf_pad;                                                               \
-		 })})
+	    .n = LOG_NARGS(__VA_ARGS__) + 0 * sizeof(struct {                                      \
+		    _Static_assert(LOG_NARGS(__VA_ARGS__) % 2 == 0,                                \
+				   "LOG_FIELDS takes key, value pairs");                           \
+		    int lf_pad;                                                                    \
+	    })})
 #define LOG_NO_FIELDS ((struct log_fields){.kv = NULL, .n = 0})
 
 /* error != 0: ": <strerror(|error|)>" is appended unless the message already ends so. */
@@ -192,6 +202,10 @@ int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
+
+/* mkdir -p: creates the missing directories of path, each with exactly mode (whatever
+ * the umask); existing ones are left as they are. 0 or -errno. */
+int mkdir_all(const char *path, mode_t mode);
 
 /* Parses a decimal integer filling the whole string (after trimming spaces). */
 int parse_int64(const char *s, long long *ret);

@@ -119,6 +119,38 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int mkdir_all(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	size_t n;
+
+	if (!p)
+		return -ENOMEM;
+	n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	for (char *s = p + 1;; s++) {
+		bool last = *s == '\0';
+
+		if (*s != '/' && !last)
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) == 0) {
+			_cleanup_close_ int fd =
+			    open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (fd < 0 || fchmod(fd, mode) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		if (last)
+			break;
+		*s = '/';
+	}
+	return 0;
+}
+
 int parse_int64(const char *s, long long *ret)
 {
 	char *end;

@@ -246,13 +246,14 @@ void fswatch_free(struct fswatch *w)
 			struct timespec ts;
 
 			pthread_kill(w->thread, WAKE_SIGNAL);
-			clock_gettime(CLOCK_REALTIME, &ts);
+			/* Monotonic: a wall-clock step must not stretch the 2 ms into hours. */
+			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_nsec += 2000000;
 			if (ts.tv_nsec >= 1000000000) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			if (pthread_timedjoin_np(w->thread, NULL, &ts) == 0)
+			if (pthread_clockjoin_np(w->thread, NULL, CLOCK_MONOTONIC, &ts) == 0)
 				break;
 		}
 	}

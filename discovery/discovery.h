@@ -132,7 +132,7 @@ void disc_node_free(struct disc_node *node);
  * or vanishing, for a node scanned earlier with the same options:
  *  - the listing of class/infiniband: any name added, removed or renamed (`rdma dev set
  *    NAME name NEW`) sets *ret_need_full and gives no node;
- *  - each port's state (and phys_state when the state changed, see docs/benchmarks.md);
+ *  - each port's state (and phys_state when the state changed, see docs/benchmarks-notes.md);
  *  - the netdev names: the listing of class/net is compared with the scan's; only when it
  *    changed are the netdevs (and VFs' pf_netdev) of devices whose name vanished, or who
  *    had none, read again the way disc_scan() reads them.

@@ -56,11 +56,14 @@ bool spec_keeper_write(struct spec_keeper *k, const cJSON *spec, size_t n_usable
 {
 	const char *dir = k->cfg.wo.spec_dir ? k->cfg.wo.spec_dir : SPEC_DEFAULT_DIR;
 	_cleanup_free_ char *path = NULL;
+	struct spec_write_options wo = k->cfg.wo;
 	char err[512] = "";
 	bool changed = false;
 	int r;
 
-	r = spec_write(spec, &k->cfg.wo, &path, &changed, err, sizeof(err));
+	/* A daemon killed mid-write before us left its temp file: sweep once per start. */
+	wo.remove_stale_temps = !k->written_once;
+	r = spec_write(spec, &wo, &path, &changed, err, sizeof(err));
 	if (r < 0) {
 		if (!k->failing)
 			log_error("writing the CDI spec into %s failed: %s; %s. The last good spec "

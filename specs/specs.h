@@ -70,6 +70,9 @@ struct spec_write_options {
 	const char *spec_dir;   /* NULL = SPEC_DEFAULT_DIR; ignored with output */
 	const char *output;     /* write here instead ("-" = stdout); NULL = spec dir */
 	enum cdi_format format;
+	/* Also remove the temp files of our spec (either format; or of output) that a
+	 * killed writer left (cdi_remove_stale_temps): a daemon's first write, `generate`. */
+	bool remove_stale_temps;
 };
 
 /*

@@ -103,8 +103,20 @@ static int split_path(const char *path, char **ret_dir, char **ret_base)
 	return 0;
 }
 
-static int write_output(const char *output, const char *buf, size_t len, char **ret_path,
-			bool *ret_changed, char *err, size_t errlen)
+/* Best effort: a temp we cannot remove does not stop the write (runtimes skip it). */
+static void remove_stale_temps(const char *dir, const char *name)
+{
+	int r = cdi_remove_stale_temps(dir, name);
+
+	if (r > 0)
+		log_debug("removed %d stale temp file(s) of %s/%s", r, dir, name);
+	else if (r < 0)
+		log_debug("removing stale temp files of %s/%s: %s, ignoring", dir, name,
+			  strerror(-r));
+}
+
+static int write_output(const char *output, const char *buf, size_t len, bool remove_temps,
+			char **ret_path, bool *ret_changed, char *err, size_t errlen)
 {
 	_cleanup_free_ char *dir = NULL, *base = NULL, *path = NULL;
 	int r;
@@ -126,6 +138,8 @@ static int write_output(const char *output, const char *buf, size_t len, char **
 			snprintf(err, errlen, "%s: not a file name", output);
 			return r;
 		}
+		if (remove_temps)
+			remove_stale_temps(dir, base);
 		r = cdi_write_file_atomic(dir, base, buf, len);
 		if (r < 0) {
 			snprintf(err, errlen, "%s: %s", output, symlink_or_other(r));
@@ -220,7 +234,8 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		return r;
 	}
 	if (opts->output)
-		return write_output(opts->output, buf, len, ret_path, ret_changed, err, errlen);
+		return write_output(opts->output, buf, len, opts->remove_stale_temps, ret_path,
+				    ret_changed, err, errlen);
 
 	name = cdi_spec_file_name(kind_item->valuestring, opts->format);
 	other =
@@ -229,6 +244,10 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 	path = strdup_printf("%s/%s", dir, name);
 	if (!name || !other || !path)
 		return -ENOMEM;
+	if (opts->remove_stale_temps) {
+		remove_stale_temps(dir, name);
+		remove_stale_temps(dir, other);
+	}
 
 	for (int tries = 1;; tries++) {
 		r = judge(dir, name, other, path, opts->format, kind_item->valuestring, buf, len,

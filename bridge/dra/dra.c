@@ -917,25 +917,6 @@ static int load_config(struct dra *d)
 /* ---- setup ------------------------------------------------------------------------------------
  */
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* An absolute copy of dir without trailing slashes. */
 static char *absolute_dir(const char *dir)
 {
@@ -970,7 +951,7 @@ static int setup_dir(const char *what, const char *dir, const char *socket_name)
 	}
 	if (errno != ENOENT)
 		return log_error_errno(-errno, "%s %s", what, dir);
-	r = mkdir_p(dir, 0750);
+	r = mkdir_all(dir, 0750);
 	if (r < 0)
 		return log_error_errno(r, "cannot create %s %s", what, dir);
 	log_info("created %s %s", what, dir);

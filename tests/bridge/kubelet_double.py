@@ -225,10 +225,10 @@ class Bridge:
                      "--hook-path", "/usr/libexec/rdma-cdi/rdma-cdi-hook"] + list(extra)
         self.proc = None
 
-    def start(self, prefix=()):
+    def start(self, prefix=(), env=None):
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(list(prefix) + self.argv, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=env)
         return self
 
     def socket(self):
@@ -290,3 +290,26 @@ def make_fixture(mksysfs, profile, workdir, extra=()):
 
 def cleanup(path):
     shutil.rmtree(path, ignore_errors=True)
+
+
+class NotRegistered(Exception):
+    """The bridge started by up() did not register; the message is its log."""
+
+
+def up(rdma_cdi, mksysfs, proto, work, profile="dgx", extra=(), fixture=(), timeout=60.0):
+    """A fixture node, the kubelet double and one bridge, registered and with its first
+    ListAndWatch list received: (sysfs, dev, kubelet, bridge, stream). Raises
+    NotRegistered (the bridge's log) when the bridge does not register in time."""
+    sysfs, dev = make_fixture(mksysfs, profile, work, fixture)
+    plugin_dir = os.path.join(work, "plugins")
+    os.makedirs(plugin_dir, exist_ok=True)
+    k = Kubelet(plugin_dir, proto).start()
+    b = Bridge(rdma_cdi, work, sysfs, dev, extra=list(extra), plugin_dir=plugin_dir).start()
+    if k.wait_registrations(1, timeout) is None:
+        log = b.log_text()
+        b.stop()
+        k.stop()
+        raise NotRegistered(log)
+    stream = k.latest_stream()
+    stream.wait(timeout=timeout / 2)
+    return sysfs, dev, k, b, stream

@@ -9,6 +9,8 @@ runs the bridge as a process and prints TAP.
 """
 
 import argparse
+import fcntl
+import glob
 import json
 import os
 import re
@@ -1355,6 +1357,196 @@ def sc_metrics(c):
         tap.ok(s.connect_ex(("127.0.0.1", port)) != 0, "the port is closed after exit")
 
 
+SPEC_NAME = "rdma.example-hca.json"
+
+
+def paused_writer_env(c, mark):
+    """The environment of a writer that stops for good at the rename of its spec temp."""
+    env = dict(os.environ, LD_PRELOAD=c.args.pause_rename, RDMA_CDI_TEST_PAUSE_RENAME=SPEC_NAME,
+               RDMA_CDI_TEST_PAUSE_MARK=mark)
+    # An ASan runtime must come first among the libraries; the shim sits before it.
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env
+
+
+def wait_file(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def plant_look_alikes(c, spec_dir):
+    """Files named like our temps that are not ours to remove; returns (names, holder)."""
+    victim = os.path.join(c.work, "victim")
+    with open(victim, "w") as f:
+        f.write("not a temp\n")
+    os.symlink(victim, os.path.join(spec_dir, "." + SPEC_NAME + ".LINKED"))
+    nobody = os.path.join(spec_dir, "." + SPEC_NAME + ".NOBODY")
+    open(nobody, "w").close()
+    os.chown(nobody, 65534, 65534)
+    open(os.path.join(spec_dir, ".other.example-x.json.abcdef"), "w").close()
+    # A live writer's temp: held locked by this process for the whole scenario.
+    holder = open(os.path.join(spec_dir, "." + SPEC_NAME + ".LOCKED"), "w")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    return sorted(os.listdir(spec_dir)), holder
+
+
+def check_killed(tap, what, spec_dir, mark, proc):
+    """proc stopped at its rename: SIGKILL it; returns the temp it left (or None)."""
+    if not tap.ok(wait_file(mark), "%s stops between its write and its rename" % what):
+        proc.kill()
+        proc.wait()
+        return None
+    tmp = os.path.join(spec_dir, open(mark).read())
+    try:
+        with open(tmp) as f:
+            whole = json.load(f).get("kind") == "rdma.example/hca"
+    except (OSError, ValueError):
+        whole = False
+    tap.ok(whole, "its temp %s holds the whole spec" % os.path.basename(tmp))
+    proc.kill()
+    proc.wait()
+    tap.ok(os.path.exists(tmp) and not os.path.exists(os.path.join(spec_dir, SPEC_NAME)),
+           "SIGKILL there leaves the temp behind and no spec")
+    return tmp
+
+
+def check_restarted(tap, what, spec_dir, tmp, look_alikes):
+    try:
+        with open(os.path.join(spec_dir, SPEC_NAME)) as f:
+            spec = json.load(f)
+        valid = spec["kind"] == "rdma.example/hca" and len(spec["devices"]) > 0
+    except (OSError, ValueError, KeyError):
+        valid = False
+    tap.ok(valid, "%s after the kill: a valid spec" % what)
+    tap.ok(tmp is not None and not os.path.lexists(tmp), "and the dead writer's temp is gone")
+    left = sorted(os.listdir(spec_dir))
+    tap.ok(left == sorted(look_alikes + [SPEC_NAME]),
+           "look-alikes kept: a symlink, another user's, another spec's, a live writer's",
+           "left: %s" % left)
+
+
+def sc_killed_mid_write(c):
+    """SIGKILL of the bridge and of `generate` between the temp's write and its rename."""
+    tap = c.tap
+    spec_dir = os.path.join(c.work, "cdi")
+    os.makedirs(spec_dir)
+    look_alikes, holder = plant_look_alikes(c, spec_dir)
+    c.start_kubelet()
+    mark = os.path.join(c.work, "paused-bridge")
+    b = c.bridge(start=False)
+    b.start(env=paused_writer_env(c, mark))
+    tmp = check_killed(tap, "a bridge", spec_dir, mark, b.proc)
+    b2 = c.bridge()
+    c.registered()
+    tap.ok(wait_file(b2.spec_path()), "the restarted bridge writes its spec", b2.log_text())
+    check_restarted(tap, "bridge", spec_dir, tmp, look_alikes)
+    tap.ok(os.path.getsize(os.path.join(c.work, "victim")) == 11,
+           "the symlink's target is untouched")
+    b2.stop()
+    # `generate` the same way, in a spec dir of its own.
+    gen_dir = os.path.join(c.work, "cdi-generate")
+    os.makedirs(gen_dir)
+    holder2 = open(os.path.join(gen_dir, "." + SPEC_NAME + ".LOCKED"), "w")
+    fcntl.flock(holder2, fcntl.LOCK_EX)
+    argv = [c.args.rdma_cdi, "generate", "--sysfs-root", c.sysfs, "--dev-root", c.dev,
+            "--spec-dir", gen_dir]
+    mark = os.path.join(c.work, "paused-generate")
+    p = subprocess.Popen(argv, env=paused_writer_env(c, mark), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    tmp = check_killed(tap, "`generate`", gen_dir, mark, p)
+    r = subprocess.run(argv, capture_output=True, text=True)
+    tap.ok(r.returncode == 0, "the next `generate` succeeds", r.stderr)
+    check_restarted(tap, "generate", gen_dir, tmp, ["." + SPEC_NAME + ".LOCKED"])
+    holder.close()
+    holder2.close()
+
+
+def log_skew(b, needle):
+    """Seconds between the daemon's wall clock (its JSON log line containing needle) and
+    ours; None when there is no such line."""
+    for line in reversed(b.log_text().splitlines()):
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if needle in j.get("msg", ""):
+            t = time.mktime(time.strptime(j["ts"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+            return t - time.time()
+    return None
+
+
+def periodic_rescans(c, port):
+    samples, _ = parse_exposition(http_get(port, "/metrics")[2])
+    return metric(samples, "rdma_cdi_rescans_total", reason="periodic", result="ok")
+
+
+def sc_clock_jump(c):
+    """The wall clock steps 3 h forward, then 6 h back, under a running bridge: libfaketime
+    moves CLOCK_REALTIME for every reader in the daemon (libc, sd-event, gRPC); the
+    monotonic clock and the kernel's timers do not move, as in a real step. Rescans neither
+    stall nor come in a burst; health, Allocate and re-registration keep working. A timer
+    armed on the wall clock would be 3 h late (stall) or 6 h early (burst)."""
+    tap = c.tap
+    libs = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1") +
+                  glob.glob("/usr/lib/faketime/libfaketimeMT.so.1"))
+    if not tap.ok(libs, "libfaketimeMT is installed (Debian package faketime)"):
+        return
+    lib = libs[0]
+    stamp = os.path.join(c.work, "faketime")
+    with open(stamp, "w") as f:
+        f.write("+0\n")
+    # The shim first: libfaketime would shift monotonic timerfd deadlines too.
+    env = dict(os.environ, LD_PRELOAD="%s %s" % (c.args.real_timerfd, lib),
+               FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
+               FAKETIME_DONT_FAKE_MONOTONIC="1", DONT_FAKE_MONOTONIC="1")
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    port = free_port()
+    k = c.start_kubelet()
+    b = c.bridge(["--rescan-interval", "1", "--log-format", "json", "--metrics-address",
+                  "127.0.0.1:%d" % port], start=False)
+    b.start(env=env)
+    c.registered()
+    stream, _ = c.first_list()
+    tap.ok(b.wait_log("serving metrics"), "metrics served", b.log_text())
+    state = "DOWN"
+    for step, offset, want in (("3 h forward", "+3h", 3 * 3600), ("6 h back", "-3h", -3 * 3600)):
+        with open(stamp, "w") as f:
+            f.write(offset + "\n")
+        health = "Unhealthy" if state == "DOWN" else "Healthy"
+        set_port_state(c.sysfs, "mlx5_2", "1: DOWN" if state == "DOWN" else "4: ACTIVE")
+        lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == health, 5)
+        tap.ok(lst is not None, "%s: a port %s is seen by the next periodic rescan" %
+               (step, state), c.log())
+        needle = "port 1 DOWN" if state == "DOWN" else "Healthy again"
+        b.wait_log(needle)
+        skew = log_skew(b, needle)
+        tap.ok(skew is not None and abs(skew - want) < 60,
+               "%s: the daemon's wall clock moved (its log says %s s)" %
+               (step, None if skew is None else round(skew)), b.log_text()[-2000:])
+        n0 = periodic_rescans(c, port)
+        time.sleep(4)
+        n1 = periodic_rescans(c, port)
+        # Every 1 s: 4 expected; a timer on the wall clock would stall (0) or burst.
+        tap.ok(n0 is not None and n1 is not None and 2 <= n1 - n0 <= 6,
+               "%s: %s periodic rescans in 4 s (one a second)" %
+               (step, None if n0 is None or n1 is None else n1 - n0))
+        r = k.plugin_stub().Allocate(alloc(k.pb, ["0000:9a:00.0"]))
+        tap.ok(r.container_responses[0].cdi_devices[0].name == "rdma.example/hca=mlx5_4",
+               "%s: Allocate works" % step)
+        k.restart()
+        reg = k.wait_registrations(1, 5)
+        tap.ok(reg is not None, "%s: a restarted kubelet gets a registration" % step,
+               b.log_text()[-2000:])
+        stream = k.latest_stream()
+        tap.ok(stream is not None and stream.wait() is not None, "%s: a new device list" % step)
+        state = "ACTIVE"
+    tap.ok(b.proc.poll() is None, "the bridge kept running")
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -1385,6 +1577,8 @@ SCENARIOS = {
     "plugin-dir-gone": sc_plugin_dir_gone,
     "shared-bound": (sc_shared_bound, "scale", ("--devices", "200")),
     "metrics": sc_metrics,
+    "killed-mid-write": sc_killed_mid_write,
+    "clock-jump": sc_clock_jump,
 }
 
 
@@ -1393,6 +1587,8 @@ def main():
     ap.add_argument("--rdma-cdi", required=True)
     ap.add_argument("--mksysfs", required=True)
     ap.add_argument("--proto", required=True)
+    ap.add_argument("--pause-rename", help="tests/tools/pause-rename.c as a shared library")
+    ap.add_argument("--real-timerfd", help="tests/tools/real-timerfd.c as a shared library")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     args = ap.parse_args()
     fn = SCENARIOS[args.scenario]

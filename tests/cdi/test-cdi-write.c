@@ -2,15 +2,18 @@
 /*
  * cdi_write_file_atomic in a private temp dir: modes whatever the umask, unchanged
  * content untouched, replacement by rename, symlinks and non-files refused, no temp
- * files left behind, the directory created when missing.
+ * files left behind, the directory created when missing; the sweep of temp files that a
+ * killed writer left (only those), also while writers in other processes are in flight.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include "cdi-internal.h"
 #include "../tap.h"
@@ -238,6 +241,164 @@ static void test_expect(void)
 	ok(all == 3 && hidden == 0, "no temp file left (%d entries, %d hidden)", all, hidden);
 }
 
+static void plant(const char *rel, const char *content)
+{
+	FILE *f = fopen(path_of(rel), "we");
+
+	if (f) {
+		fputs(content, f);
+		fclose(f);
+	}
+}
+
+/* What a writer SIGKILLed between its create and its rename leaves, and look-alikes that
+ * are not ours to remove. */
+static void test_stale_temps(void)
+{
+	static const char *kept[] = {
+	    ".s.json.LINKED",  ".s.json.NOBODY", ".s.json.LOCKED",     ".s.json.subdir",
+	    ".s.json.ABCDEFG", ".s.json.AB-DEF", ".other.json.abcdef", ".s.yaml.abcdef",
+	    "s.json.abcdef",   ".s.json.fifo00",
+	};
+	_cleanup_free_ char *dir = strdup(path_of("stale"));
+	_cleanup_close_ int held = -1;
+	struct stat st;
+	bool all_kept = true;
+	int all, hidden, r;
+
+	ok(mkdir(dir, 0755) == 0, "mkdir stale");
+	ok(cdi_remove_stale_temps(path_of("nonexistent"), "s.json") == 0, "no dir: nothing to do");
+	ok(cdi_remove_stale_temps(dir, "a/b") == -EINVAL, "a bad name is refused");
+	plant("stale/s.json", "spec\n");
+	plant("stale/.s.json.dead01", "half a spec");
+	plant("stale/.s.json.DEAD02", "");
+	plant("stale/victim", "not a temp\n");
+	ok(symlink("victim", path_of("stale/.s.json.LINKED")) == 0, "symlink named like a temp");
+	plant("stale/.s.json.NOBODY", "x");
+	ok(chown(path_of("stale/.s.json.NOBODY"), 65534, 65534) == 0, "temp of another user");
+	plant("stale/.s.json.LOCKED", "in flight");
+	held = open(path_of("stale/.s.json.LOCKED"), O_RDONLY | O_CLOEXEC);
+	ok(held >= 0 && flock(held, LOCK_EX) == 0, "a temp locked by a live writer");
+	ok(mkdir(path_of("stale/.s.json.subdir"), 0755) == 0, "directory named like a temp");
+	ok(mkfifo(path_of("stale/.s.json.fifo00"), 0644) == 0, "FIFO named like a temp");
+	for (size_t i = 4; i < 9; i++) {
+		char rel[64];
+
+		snprintf(rel, sizeof(rel), "stale/%s", kept[i]);
+		plant(rel, "look-alike");
+	}
+
+	r = cdi_remove_stale_temps(dir, "s.json");
+	ok(r == 2, "the two dead writers' temps are removed (%d)", r);
+	ok(lstat(path_of("stale/.s.json.dead01"), &st) < 0 &&
+	       lstat(path_of("stale/.s.json.DEAD02"), &st) < 0,
+	   "and are gone");
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		char rel[64];
+
+		snprintf(rel, sizeof(rel), "stale/%s", kept[i]);
+		if (lstat(path_of(rel), &st) < 0) {
+			printf("# %s was removed\n", kept[i]);
+			all_kept = false;
+		}
+	}
+	ok(all_kept, "symlink, other owner, locked, directory, FIFO, other names: all kept");
+	ok(file_is(path_of("stale/victim"), "not a temp\n") &&
+	       file_is(path_of("stale/s.json"), "spec\n"),
+	   "the symlink's target and the spec are untouched");
+	ok(cdi_remove_stale_temps(dir, "s.json") == 0, "a second sweep finds nothing");
+	close(TAKE_FD(held));
+	r = cdi_remove_stale_temps(dir, "s.json");
+	ok(r == 1 && lstat(path_of("stale/.s.json.LOCKED"), &st) < 0,
+	   "once its writer is gone, the unlocked temp goes too (%d)", r);
+	count_entries(dir, &all, &hidden);
+	ok(all == 11 && hidden == 8, "the rest stays (%d entries, %d hidden)", all, hidden);
+}
+
+#define RACE_WRITERS 4
+#define RACE_WRITES 400
+
+/* Writers in other processes and a sweeper at full speed: every write succeeds and the
+ * sweeper never takes a temp, because every temp here belongs to a live writer. */
+static void test_sweep_vs_writers(void)
+{
+	_cleanup_free_ char *dir = strdup(path_of("race"));
+	pid_t pids[RACE_WRITERS];
+	int sweeper[2], failed = 0, removed = 0, sweeps = 0, all, hidden;
+	pid_t sp;
+
+	ok(mkdir(dir, 0755) == 0 && pipe(sweeper) == 0, "mkdir race");
+	for (int w = 0; w < RACE_WRITERS; w++) {
+		pids[w] = fork();
+		if (pids[w] == 0) {
+			int bad = 0;
+
+			for (int i = 0; i < RACE_WRITES; i++) {
+				char buf[32];
+				int len = snprintf(buf, sizeof(buf), "writer %d write %d\n", w, i);
+
+				if (cdi_write_file_atomic(dir, "s.json", buf, (size_t)len) < 0)
+					bad++;
+			}
+			_exit(bad > 255 ? 255 : bad);
+		}
+	}
+	sp = fork();
+	if (sp == 0) {
+		int n = 0, sweeps_done = 0;
+
+		close(sweeper[0]);
+		for (;;) {
+			int r = cdi_remove_stale_temps(dir, "s.json");
+			bool writers_left = false;
+
+			n += r > 0 ? r : 0;
+			sweeps_done++;
+			/* The parent reaps the writers before it reads us. */
+			for (int w = 0; w < RACE_WRITERS; w++)
+				writers_left |= kill(pids[w], 0) == 0;
+			if (!writers_left)
+				break;
+		}
+		dprintf(sweeper[1], "%d %d", n, sweeps_done);
+		_exit(0);
+	}
+	close(sweeper[1]);
+	for (int w = 0; w < RACE_WRITERS; w++) {
+		int status;
+
+		if (waitpid(pids[w], &status, 0) != pids[w] || !WIFEXITED(status))
+			failed += RACE_WRITES;
+		else
+			failed += WEXITSTATUS(status);
+	}
+	{
+		char buf[64] = "";
+		int status;
+
+		if (read(sweeper[0], buf, sizeof(buf) - 1) < 0 ||
+		    sscanf(buf, "%d %d", &removed, &sweeps) != 2)
+			removed = -1;
+		close(sweeper[0]);
+		waitpid(sp, &status, 0);
+	}
+	ok(failed == 0, "%d writes from %d processes beside a sweeper: %d failed",
+	   RACE_WRITERS * RACE_WRITES, RACE_WRITERS, failed);
+	/* With O_TMPFILE a temp is locked before it has a name: no sweep can take it. Without
+	 * (no /proc: the named fallback) one may go in the instant before its lock, and its
+	 * writer makes another: then only the writes above must all have succeeded. */
+	if (access("/proc/self/fd", X_OK) == 0)
+		ok(removed == 0 && sweeps > 0, "%d sweeps removed %d temps of live writers", sweeps,
+		   removed);
+	else
+		ok(removed >= 0 && sweeps > 0,
+		   "without /proc (named temps): %d sweeps took %d temps before their lock, every "
+		   "write still succeeded",
+		   sweeps, removed);
+	count_entries(dir, &all, &hidden);
+	ok(all == 1 && hidden == 0, "one spec, no temp left (%d entries, %d hidden)", all, hidden);
+}
+
 int main(void)
 {
 	if (!mkdtemp(base)) {
@@ -248,6 +409,8 @@ int main(void)
 	test_refusals();
 	test_failure_cleanup();
 	test_expect();
+	test_stale_temps();
+	test_sweep_vs_writers();
 	rm_rf(base);
 	return tap_done();
 }

@@ -30,16 +30,12 @@ def rss_kib(b):
 
 
 def start(args, work, extra=(), level="warning"):
-    sysfs, dev = kd.make_fixture(args.mksysfs, "dgx", work)
-    plugin_dir = os.path.join(work, "plugins")
-    os.makedirs(plugin_dir, exist_ok=True)
-    k = kd.Kubelet(plugin_dir, args.proto).start()
-    b = kd.Bridge(args.rdma_cdi, work, sysfs, dev, extra=list(extra) + ["--log-level", level],
-                  plugin_dir=plugin_dir).start()
-    if k.wait_registrations(1, 30) is None:
-        tap.ok(False, "bridge registered", b.log_text())
+    try:
+        sysfs, dev, k, b, _ = kd.up(args.rdma_cdi, args.mksysfs, args.proto, work,
+                                    extra=list(extra) + ["--log-level", level], timeout=30)
+    except kd.NotRegistered as e:
+        tap.ok(False, "bridge registered", str(e))
         raise SystemExit(tap.done())
-    k.latest_stream().wait(timeout=10)
     return sysfs, dev, k, b
 
 
