@@ -560,6 +560,10 @@ static void in_sync(struct dra_publisher *p)
 	/* The next plan cuts them again from the text (same devices, same generation). */
 	cJSON_Delete(TAKE_PTR(p->specs));
 	p->synced = true;
+	/* The plan's trees (megabytes at 2,000 devices) are freed by now: give the pages
+	 * back, as the bridge does after a rescan, instead of keeping the peak. Also after
+	 * a watch event that changed nothing: its plan parsed the same trees. */
+	malloc_trim(0);
 	if (!p->dirty)
 		return;
 	p->dirty = false;
@@ -567,9 +571,6 @@ static void in_sync(struct dra_publisher *p)
 	log_struct(LOG_LVL_INFO, LOG_FIELDS("driver", p->driver, "node", p->node),
 		   "slices in sync (%d devices, %d slices, generation %lld)", p->n_devices,
 		   n_slices, p->generation);
-	/* The trees of a big change are freed now: give the pages back (as the bridge does
-	 * after a rescan) instead of keeping the peak for good. */
-	malloc_trim(0);
 }
 
 static void work(struct dra_publisher *p)
