@@ -13,9 +13,8 @@
 #include "claims-internal.h"
 #include "dra.h"
 
-/* The taint slices.c puts on an unhealthy device: "<driver>" + this (slices.h keeps the
- * same suffix as DRA_TAINT_SUFFIX; slices.h needs the API client, so not included). */
-#define TAINT_SUFFIX "/unhealthy"
+/* The effect of the taint slices.c puts on an unhealthy device ("<driver>"
+ * DRA_TAINT_SUFFIX, inventory.h). */
 #define TAINT_EFFECT "NoSchedule"
 
 /* The variables the bridge's Allocate sets (bridge-internal.h DP_ENV_*). */
@@ -263,7 +262,7 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 		return fail(err, errlen, -EINVAL,
 			    "claim %s: status.allocation.devices.results: not a list", who);
 
-	taint_key = strdup_printf("%s" TAINT_SUFFIX, driver);
+	taint_key = strdup_printf("%s" DRA_TAINT_SUFFIX, driver);
 	if (!taint_key)
 		return fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 	cJSON_ArrayForEach (res, results) {

@@ -88,8 +88,10 @@ struct dra {
 	struct spec_options spec;
 	const char *spec_dir;
 	bool pools_loud;
-	cJSON *spec_on_disk; /* the spec we last wrote or found up to date */
-	bool spec_ok;	     /* the last scan's names all resolve from it */
+	/* The device names of the spec we last wrote or found up to date, sorted: only
+	 * they are needed, and the spec's tree costs megabytes at 2,000 devices. */
+	struct spec_names *spec_on_disk;
+	bool spec_ok; /* the last scan's names all resolve from it */
 	struct spec_keeper *keeper;
 	struct dra_inventory *inv; /* in force: what is published and prepared from */
 	struct kube_config *kcfg;
@@ -249,23 +251,56 @@ static void publish_health(struct dra *d)
 
 static void begin_stop(struct dra *d, int exit_code);
 
-static const char *spec_device_name(const cJSON *dev)
+struct spec_names {
+	size_t n;
+	char *names[];
+};
+
+static void spec_names_free(struct spec_names *s)
 {
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "name"));
+	for (size_t i = 0; s && i < s->n; i++)
+		free(s->names[i]);
+	free(s);
 }
 
-static bool spec_defines(const cJSON *spec, const char *name)
+static int cmp_str(const void *a, const void *b)
 {
-	const cJSON *dev;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-	cJSON_ArrayForEach (dev, cJSON_GetObjectItemCaseSensitive(spec, "devices"))
-		if (spec_device_name(dev) && strcmp(spec_device_name(dev), name) == 0)
-			return true;
-	return false;
+/* The names of spec's devices, sorted; NULL on OOM. */
+static struct spec_names *spec_names_of(const cJSON *spec)
+{
+	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices"), *dev;
+	struct spec_names *s =
+	    calloc(1, sizeof(*s) + (size_t)cJSON_GetArraySize(devs) * sizeof(char *));
+
+	if (!s)
+		return NULL;
+	cJSON_ArrayForEach (dev, devs) {
+		const char *name =
+		    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "name"));
+
+		if (!name)
+			continue;
+		s->names[s->n] = strdup(name);
+		if (!s->names[s->n]) {
+			spec_names_free(s);
+			return NULL;
+		}
+		s->n++;
+	}
+	qsort(s->names, s->n, sizeof(char *), cmp_str);
+	return s;
+}
+
+static bool spec_defines(const struct spec_names *spec, const char *name)
+{
+	return spec && bsearch(&name, spec->names, spec->n, sizeof(char *), cmp_str);
 }
 
 /* After a failed write: only devices whose name the spec on disk defines stay. */
-static void inventory_keep_resolvable(struct dra_inventory *inv, const cJSON *spec)
+static void inventory_keep_resolvable(struct dra_inventory *inv, const struct spec_names *spec)
 {
 	size_t n = 0;
 
@@ -314,8 +349,9 @@ static bool write_spec(struct dra *d, const struct disc_node *node)
 	}
 	if (!spec_keeper_write(d->keeper, spec, disc_node_count_usable(node)))
 		return false;
-	cJSON_Delete(d->spec_on_disk);
-	d->spec_on_disk = TAKE_PTR(spec);
+	spec_names_free(d->spec_on_disk);
+	/* Out of memory: no name resolves, so a later failed write publishes none. */
+	d->spec_on_disk = spec_names_of(spec);
 	return true;
 }
 
@@ -866,7 +902,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	settings_from(d, nc);
 	if (!old_kind || !old_dir || strcmp(old_kind, d->spec.kind) != 0 ||
 	    strcmp(old_dir, d->spec_dir) != 0) {
-		cJSON_Delete(d->spec_on_disk); /* other names or another file */
+		spec_names_free(d->spec_on_disk); /* other names or another file */
 		d->spec_on_disk = NULL;
 	}
 	dra_inventory_free(d->inv); /* it points into the old config */
@@ -1173,7 +1209,7 @@ static void teardown(struct dra *d)
 	dra_inventory_free(d->inv);
 	dra_checkpoint_free(d->ckpt);
 	kube_config_free(d->kcfg);
-	cJSON_Delete(d->spec_on_disk);
+	spec_names_free(d->spec_on_disk);
 	cfg_free(d->cfg);
 	free(d->health);
 	free(d->plugin_dir);

@@ -24,6 +24,9 @@
 #include "discovery.h"
 
 #define DRA_DEVICE_NAME_MAX 63
+/* The key of the NoSchedule taint on an unhealthy device: driver + this. The slices put
+ * it on (slices.h), a claim's tolerations tolerate it (claims.h). */
+#define DRA_TAINT_SUFFIX "/unhealthy"
 
 /* One published device (one usable RDMA device a config pool takes). */
 struct dra_hca {

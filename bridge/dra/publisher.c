@@ -5,9 +5,15 @@
  * after another, each chosen by dra_slice_plan() from what the server was last seen
  * holding (the list, the watch's events and our own calls' answers), until the plan is
  * empty. Everything runs on the loop thread.
+ *
+ * Memory: at 2,000 devices a cJSON tree of the devices costs about 8 MiB (100+ bytes a
+ * node), so nothing is kept as a tree while idle: what was set and what the server holds
+ * are kept as their unformatted JSON text (a tenth of that), parsed only while a plan is
+ * made, and the slice specs cut from the devices are dropped once in sync.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,18 +34,27 @@ DEFINE_CLEANUP_FUNC(cJSON, cJSON_Delete)
 
 enum op_kind { OP_NONE, OP_LIST, OP_CREATE, OP_UPDATE, OP_DELETE };
 
+/* A slice the server holds, as listed or seen by the watch or in a call's answer. */
+struct listed_slice {
+	char *name, *rv;
+	long long generation; /* dra_slice_generation() of the object */
+	char *json;	      /* the whole object, unformatted */
+};
+
 struct dra_publisher {
 	sd_event *loop;
 	struct kube_client *kube;
 	char *driver, *node;
 	char *list_path; /* DRA_SLICE_API?fieldSelector=... */
 
-	cJSON *devices; /* what was set; NULL before the first set */
-	cJSON *specs;	/* devices cut at generation; NULL when stale */
+	char *devices; /* what was set (JSON text); NULL before the first set */
+	int n_devices;
+	cJSON *specs; /* devices cut at generation; NULL when stale or in sync */
 	long long generation;
 	bool listed_once; /* generation is known to be above the server's */
 
-	cJSON *listed; /* what the server holds (array of objects) */
+	struct listed_slice *listed; /* what the server holds */
+	size_t n_listed, cap_listed;
 	char *list_rv; /* resourceVersion of the last list, for the watch */
 	bool need_list;
 	/* Names the watch saw deleted since the last list: a call's answer that arrives
@@ -117,25 +132,54 @@ static bool rv_older(const char *a, const char *b)
 
 static int listed_index(const struct dra_publisher *p, const char *name)
 {
-	int i = 0;
-	const cJSON *o;
-
-	cJSON_ArrayForEach (o, p->listed) {
-		const char *n = obj_name(o);
-
-		if (n && strcmp(n, name) == 0)
-			return i;
-		i++;
-	}
+	for (size_t i = 0; i < p->n_listed; i++)
+		if (strcmp(p->listed[i].name, name) == 0)
+			return (int)i;
 	return -1;
+}
+
+static void listed_slice_done(struct listed_slice *l)
+{
+	free(l->name);
+	free(l->rv);
+	free(l->json);
 }
 
 static void listed_remove(struct dra_publisher *p, const char *name)
 {
 	int i = listed_index(p, name);
 
-	if (i >= 0)
-		cJSON_DeleteItemFromArray(p->listed, i);
+	if (i < 0)
+		return;
+	listed_slice_done(&p->listed[i]);
+	memmove(p->listed + i, p->listed + i + 1, (p->n_listed - i - 1) * sizeof(*p->listed));
+	p->n_listed--;
+}
+
+static void listed_clear(struct dra_publisher *p)
+{
+	for (size_t i = 0; i < p->n_listed; i++)
+		listed_slice_done(&p->listed[i]);
+	p->n_listed = 0;
+}
+
+/* What the server holds as the array of objects dra_slice_plan() takes; NULL on OOM or
+ * when a kept text does not parse (it was printed by cJSON: OOM only). */
+static cJSON *listed_tree(const struct dra_publisher *p)
+{
+	_cleanup_(cJSON_Deletep) cJSON *a = cJSON_CreateArray();
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < p->n_listed; i++) {
+		cJSON *o = cJSON_Parse(p->listed[i].json);
+
+		if (!o || !cJSON_AddItemToArray(a, o)) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return TAKE_PTR(a);
 }
 
 static bool gone_has(const struct dra_publisher *p, const char *name)
@@ -171,38 +215,50 @@ static void gone_forget(struct dra_publisher *p)
  * watch saw it deleted). */
 static int listed_put(struct dra_publisher *p, const cJSON *o)
 {
-	const char *name = obj_name(o);
-	cJSON *copy;
+	const char *name = obj_name(o), *rv = obj_rv(o);
+	struct listed_slice l = {0};
 	int i;
 
 	if (!obj_ours(p, o) || gone_has(p, name))
 		return 0;
 	i = listed_index(p, name);
-	if (i >= 0 && rv_older(obj_rv(o), obj_rv(cJSON_GetArrayItem(p->listed, i))))
+	if (i >= 0 && rv_older(rv, p->listed[i].rv))
 		return 0;
-	copy = cJSON_Duplicate(o, true);
-	if (!copy)
-		return -ENOMEM;
-	if (i >= 0)
-		return cJSON_ReplaceItemInArray(p->listed, i, copy) ? 0 : -ENOMEM;
-	if (!cJSON_AddItemToArray(p->listed, copy)) {
-		cJSON_Delete(copy);
+	l.name = strdup(name);
+	l.rv = rv ? strdup(rv) : NULL;
+	l.generation = dra_slice_generation(o);
+	l.json = cJSON_PrintUnformatted(o);
+	if (!l.name || (rv && !l.rv) || !l.json) {
+		listed_slice_done(&l);
 		return -ENOMEM;
 	}
+	if (i >= 0) {
+		listed_slice_done(&p->listed[i]);
+		p->listed[i] = l;
+		return 0;
+	}
+	if (p->n_listed == p->cap_listed) {
+		size_t cap = p->cap_listed ? p->cap_listed * 2 : 32;
+		struct listed_slice *n = reallocarray(p->listed, cap, sizeof(*n));
+
+		if (!n) {
+			listed_slice_done(&l);
+			return -ENOMEM;
+		}
+		p->listed = n;
+		p->cap_listed = cap;
+	}
+	p->listed[p->n_listed++] = l;
 	return 0;
 }
 
 static long long listed_max_generation(const struct dra_publisher *p)
 {
 	long long m = -1;
-	const cJSON *o;
 
-	cJSON_ArrayForEach (o, p->listed) {
-		long long g = dra_slice_generation(o);
-
-		if (g > m)
-			m = g;
-	}
+	for (size_t i = 0; i < p->n_listed; i++)
+		if (p->listed[i].generation > m)
+			m = p->listed[i].generation;
 	return m;
 }
 
@@ -400,16 +456,10 @@ static int list_done(struct dra_publisher *p, const struct kube_reply *r)
 	_cleanup_(cJSON_Deletep) cJSON *body = cJSON_ParseWithLength(r->body, r->len);
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(body, "items"), *o;
 	const char *rv = obj_rv(body);
-	cJSON *listed = cJSON_CreateArray();
 
-	if (!listed)
-		return -ENOMEM;
-	if (!cJSON_IsArray(items) || !rv) {
-		cJSON_Delete(listed);
+	if (!cJSON_IsArray(items) || !rv)
 		return -EBADMSG;
-	}
-	cJSON_Delete(p->listed);
-	p->listed = listed;
+	listed_clear(p);
 	cJSON_ArrayForEach (o, items) {
 		if (listed_put(p, o) < 0)
 			return -ENOMEM;
@@ -505,19 +555,28 @@ static int start_op(struct dra_publisher *p, const struct dra_slice_op *op)
 
 static void in_sync(struct dra_publisher *p)
 {
+	int n_slices = cJSON_GetArraySize(p->specs);
+
+	/* The next plan cuts them again from the text (same devices, same generation). */
+	cJSON_Delete(TAKE_PTR(p->specs));
 	p->synced = true;
+	/* The plan's trees (megabytes at 2,000 devices) are freed by now: give the pages
+	 * back, as the bridge does after a rescan, instead of keeping the peak. Also after
+	 * a watch event that changed nothing: its plan parsed the same trees. */
+	malloc_trim(0);
 	if (!p->dirty)
 		return;
 	p->dirty = false;
 	failures_forget(p);
 	log_struct(LOG_LVL_INFO, LOG_FIELDS("driver", p->driver, "node", p->node),
-		   "slices in sync (%d devices, %d slices, generation %lld)",
-		   cJSON_GetArraySize(p->devices), cJSON_GetArraySize(p->specs), p->generation);
+		   "slices in sync (%d devices, %d slices, generation %lld)", p->n_devices,
+		   n_slices, p->generation);
 }
 
 static void work(struct dra_publisher *p)
 {
 	_cleanup_free_ struct dra_slice_op *ops = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *devices = NULL, *listed = NULL;
 	size_t n = 0;
 	int r;
 
@@ -533,9 +592,14 @@ static void work(struct dra_publisher *p)
 		watch_start(p);
 	if (!p->devices)
 		return;
-	if (!p->specs)
-		p->specs = dra_slice_specs(p->driver, p->node, p->generation, p->devices);
-	if (!p->specs || dra_slice_plan(p->specs, p->listed, &ops, &n) < 0) {
+	if (!p->specs) {
+		devices = cJSON_Parse(p->devices);
+		p->specs =
+		    devices ? dra_slice_specs(p->driver, p->node, p->generation, devices) : NULL;
+	}
+	listed = listed_tree(p);
+	/* ops point into listed, which start_op() reads before it goes. */
+	if (!p->specs || !listed || dra_slice_plan(p->specs, listed, &ops, &n) < 0) {
 		r = -ENOMEM;
 		goto started;
 	}
@@ -583,13 +647,12 @@ int dra_publisher_new(sd_event *loop, const struct dra_publisher_config *cfg,
 	p->kube = cfg->kube;
 	p->driver = strdup(cfg->driver);
 	p->node = strdup(cfg->node_name);
-	p->listed = cJSON_CreateArray();
 	if (asprintf(&sel, "spec.driver=%s,spec.nodeName=%s", cfg->driver, cfg->node_name) < 0)
 		sel = NULL;
 	esc = sel ? kube_escape(sel) : NULL;
 	if (!esc || asprintf(&p->list_path, "%s?fieldSelector=%s", DRA_SLICE_API, esc) < 0)
 		p->list_path = NULL;
-	if (!p->driver || !p->node || !p->listed || !p->list_path) {
+	if (!p->driver || !p->node || !p->list_path) {
 		dra_publisher_free(p);
 		return -ENOMEM;
 	}
@@ -605,16 +668,25 @@ int dra_publisher_new(sd_event *loop, const struct dra_publisher_config *cfg,
 
 void dra_publisher_set(struct dra_publisher *p, cJSON *devices)
 {
-	if (!p) {
-		cJSON_Delete(devices);
+	_cleanup_(cJSON_Deletep) cJSON *tree = devices;
+	char *text;
+
+	if (!p || !devices)
+		return;
+	/* dra_slice_devices() prints the same inventory as the same text (keys in a fixed
+	 * order), so equal text is the "equal to the last set" of the contract. */
+	text = cJSON_PrintUnformatted(devices);
+	if (!text) {
+		log_error("ResourceSlice publisher: out of memory, keeping the devices set before");
 		return;
 	}
-	if (!devices || (p->devices && cJSON_Compare(p->devices, devices, true))) {
-		cJSON_Delete(devices);
+	if (p->devices && strcmp(p->devices, text) == 0) {
+		free(text);
 		return;
 	}
-	cJSON_Delete(p->devices);
-	p->devices = devices;
+	free(p->devices);
+	p->devices = text;
+	p->n_devices = cJSON_GetArraySize(devices);
 	cJSON_Delete(TAKE_PTR(p->specs));
 	/* Before the first list the server's generation decides (generation_follow). */
 	if (p->listed_once)
@@ -644,8 +716,9 @@ void dra_publisher_free(struct dra_publisher *p)
 	free(p->list_path);
 	free(p->driver);
 	free(p->node);
-	cJSON_Delete(p->devices);
+	free(p->devices);
 	cJSON_Delete(p->specs);
-	cJSON_Delete(p->listed);
+	listed_clear(p);
+	free(p->listed);
 	free(p);
 }

@@ -30,7 +30,6 @@
 
 #define DRA_SLICE_DEVICES_MAX 128
 #define DRA_SLICE_TAINTED_MAX 64
-#define DRA_TAINT_SUFFIX "/unhealthy" /* taint key: driver + this */
 
 /* The slice devices of inv (a cJSON array, caller owns) for driver; NULL on OOM. */
 cJSON *dra_slice_devices(const struct dra_inventory *inv, const char *driver);

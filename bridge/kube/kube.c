@@ -665,6 +665,10 @@ static int set_options(struct kube_call *k, const char *path)
 		SET(CURLOPT_CAINFO_BLOB, &blob);
 	} else {
 		SET(CURLOPT_CAINFO, c->ca_file);
+		/* libcurl keeps a CA file it loaded for 24 h by default: the in-cluster
+		 * ca.crt is rotated in place, so a new connection reads it again after a
+		 * minute at most. */
+		SET(CURLOPT_CA_CACHE_TIMEOUT, 60L);
 	}
 	SET(CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(k->watch || k->timeout_ms > KUBE_DEFAULT_TIMEOUT_MS ? KUBE_DEFAULT_TIMEOUT_MS

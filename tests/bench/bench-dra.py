@@ -309,12 +309,10 @@ def main():
     print()
     print("- %d slices of at most 128 devices were on the API server %.1f s after the "
           "driver started on the 2,000-device node." % (n_slices, publish))
-    print("- Where the driver's private memory goes (valgrind massif, one run): about "
-          "three quarters is the ResourceSlice publisher's cJSON trees of the same 2,000 "
-          "devices - what was set, the slices cut from it and the server's objects as "
-          "listed and watched, roughly 4 KiB per device and copy; the rest is the "
-          "discovery snapshot, the shared spec, the inventory and the health list, as in "
-          "the bridge.")
+    print("- The ResourceSlice publisher keeps what was set and the server's slices as "
+          "JSON text and parses them only while it makes a plan (cJSON trees of the 2,000 "
+          "devices, about 4 KiB per device and copy, were three quarters of the heap "
+          "before: 51.6 MiB, 3.0x the bridge).")
     return 0
 
 
