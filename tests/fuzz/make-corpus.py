@@ -4,6 +4,7 @@
 docs' config, tests/data's golden specs, the hook tests' states) and a few hand-made
 inputs. Run it from anywhere; it overwrites only the seeds it makes (crash reproducers,
 named crash-*, are kept). The output is checked in: rerun after changing a format."""
+import json
 import os
 import re
 import struct
@@ -251,3 +252,20 @@ put("kube-watch", "bookmark-error", b"\x20\xff" + b'{"type":"BOOKMARK","object":
     b'{"type":"ERROR","object":{"kind":"Status","code":410}}\n')
 put("kube-watch", "not-json", b"\x03\x10" + b"nope\n[1]\n{\"type\":1}\n")
 put("kube-watch", "no-newline", b"\x05\xff" + ev.rstrip("\n").encode())
+
+# slices: byte 0 = devices (low 3 bits) and generation - 1 (the rest), then the items of a
+# ResourceSlice list as the API server answers it.
+def slice_obj(name, gen, devices, count=1, node="node1", driver="rdma.example"):
+    return {"metadata": {"name": name, "resourceVersion": "7"},
+            "spec": {"driver": driver, "nodeName": node,
+                     "pool": {"name": node, "generation": gen, "resourceSliceCount": count},
+                     "devices": [{"name": "pci-0000-%02x-00-0" % (0x10 + i)} for i in range(devices)]}}
+
+
+put("slices", "empty", b"\x02[]")
+put("slices", "in-sync", b"\x02" + json.dumps([slice_obj("node1-rdma.example-a", 1, 2)]).encode())
+put("slices", "duplicate-stale", b"\x0b" + json.dumps(
+    [slice_obj("b", 1, 3), slice_obj("a", 2, 3), slice_obj("c", 2, 3)]).encode())
+put("slices", "other-pool-no-name", b"\x01" + json.dumps(
+    [slice_obj("x", 1, 1, node="node2"), {"spec": {}}, {"metadata": {"name": 5}}, 3, None]).encode())
+put("slices", "not-a-list", b"\x01" + b'{"items": []}')
