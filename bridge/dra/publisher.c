@@ -671,7 +671,7 @@ void dra_publisher_set(struct dra_publisher *p, cJSON *devices)
 	_cleanup_(cJSON_Deletep) cJSON *tree = devices;
 	char *text;
 
-	if (!p || !devices)
+	if (!p || !tree)
 		return;
 	/* dra_slice_devices() prints the same inventory as the same text (keys in a fixed
 	 * order), so equal text is the "equal to the last set" of the contract. */

@@ -57,6 +57,8 @@ struct kc {
 };
 
 static int kc_vfail(struct kc *x, int r, const struct kc_node *at, const char *key, const char *fmt,
+		    va_list ap) _printf_(5, 0);
+static int kc_vfail(struct kc *x, int r, const struct kc_node *at, const char *key, const char *fmt,
 		    va_list ap)
 {
 	int n;
