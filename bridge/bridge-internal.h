@@ -190,6 +190,3 @@ int dp_wire_find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *buf, si
 
 /* Copies s into buf for a log line or error: printable ASCII only, at most 64 chars. */
 const char *dp_sanitize(const char *s, char *buf, size_t size);
-
-uint64_t dp_hash64(const void *p, size_t len, uint64_t h);
-#define DP_HASH_INIT 0xcbf29ce484222325ULL

@@ -88,7 +88,7 @@ static char *pool_socket_name(const char *plugin_dir, const char *resource)
 		if (*c == '/')
 			*c = '_';
 	if (strlen(plugin_dir) + 1 + strlen(name) >= sizeof(sa.sun_path)) {
-		uint64_t h = dp_hash64(resource, strlen(resource), DP_HASH_INIT);
+		uint64_t h = fnv1a64(resource, strlen(resource), FNV1A64_INIT);
 
 		free(name);
 		name = strdup_printf("rdma-cdi_%016llx.sock", (unsigned long long)h);

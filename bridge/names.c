@@ -59,7 +59,7 @@ void dp_annotation_suffix(char *const *ids, size_t n_ids,
 {
 	const char *first = n_ids > 0 ? ids[0] : "";
 	size_t len = strlen(first), start = 0, n = 0;
-	uint64_t h = DP_HASH_INIT;
+	uint64_t h = FNV1A64_INIT;
 
 	while (start < len && !is_alnum(first[start]))
 		start++;
@@ -75,8 +75,8 @@ void dp_annotation_suffix(char *const *ids, size_t n_ids,
 		return;
 	}
 	for (size_t i = 0; i < n_ids; i++) {
-		h = dp_hash64(ids[i], strlen(ids[i]), h);
-		h = dp_hash64(",", 1, h);
+		h = fnv1a64(ids[i], strlen(ids[i]), h);
+		h = fnv1a64(",", 1, h);
 	}
 	snprintf(buf, DP_ANNOTATION_SUFFIX_MAX + 1, "h%016llx", (unsigned long long)h);
 }

@@ -8,18 +8,6 @@
 
 #include "bridge-internal.h"
 
-uint64_t dp_hash64(const void *p, size_t len, uint64_t h)
-{
-	const unsigned char *c = p;
-
-	/* FNV-1a: tiny, deterministic across hosts and releases. */
-	for (size_t i = 0; i < len; i++) {
-		h ^= c[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 const char *dp_sanitize(const char *s, char *buf, size_t size)
 {
 	size_t n = 0;
@@ -65,7 +53,7 @@ void dp_table_free(struct dp_table *t)
 /* Splits "devices/pci0000:5d/0000:5d:00.0/..." into hashes of its leading prefixes. */
 static void hash_path(const char *path, struct dp_hca *h)
 {
-	uint64_t hash = DP_HASH_INIT;
+	uint64_t hash = FNV1A64_INIT;
 	const char *p = path;
 
 	h->depth = 0;
@@ -74,8 +62,8 @@ static void hash_path(const char *path, struct dp_hca *h)
 
 		if (len > 0) {
 			/* The separator goes into the hash so "a/bc" and "ab/c" differ. */
-			hash = dp_hash64(p, len, hash);
-			hash = dp_hash64("/", 1, hash);
+			hash = fnv1a64(p, len, hash);
+			hash = fnv1a64("/", 1, hash);
 			h->prefix[h->depth++] = hash;
 		}
 		p += len;

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -202,6 +203,15 @@ int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
+
+/* FNV-1a over len bytes, continuing from h (FNV1A64_INIT to start): tiny, and the same on
+ * every host and release, for names and IDs that must never change. */
+#define FNV1A64_INIT 0xcbf29ce484222325ULL
+uint64_t fnv1a64(const void *p, size_t len, uint64_t h);
+
+/* For modules that return -errno with a one-line reason: writes it into err (when err
+ * is not NULL and errlen > 0) and returns r. */
+int err_fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
 
 /* mkdir -p: creates the missing directories of path, each with exactly mode (whatever
  * the umask); existing ones are left as they are. 0 or -errno. */

@@ -159,6 +159,10 @@ bool disc_node_equal(const struct disc_node *a, const struct disc_node *b);
 
 /* A device goes into the CDI spec and to the kubelet only when it has a uverbs device. */
 bool disc_device_usable(const struct disc_device *dev);
+/* True when another usable device sits on the same PCI function as node->devices[i]
+ * (devices in discovery order: siblings adjacent). spec_device_id() and the DRA device
+ * names both decide with it, so an ID and a name never disagree. */
+bool disc_device_shares_function(const struct disc_node *node, size_t i);
 /* Healthy for the kubelet: usable, uverbs node present, at least one port ACTIVE. */
 bool disc_device_healthy(const struct disc_device *dev);
 /*

@@ -155,6 +155,22 @@ bool disc_device_usable(const struct disc_device *dev)
 	return dev && dev->has_uverbs;
 }
 
+bool disc_device_shares_function(const struct disc_node *node, size_t i)
+{
+	const char *pci = node->devices[i].pci;
+
+	if (pci[0] == '\0')
+		return false;
+	/* Devices are sorted by PCI address: siblings are adjacent. */
+	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
+		if (disc_device_usable(&node->devices[j]))
+			return true;
+	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
+		if (disc_device_usable(&node->devices[j]))
+			return true;
+	return false;
+}
+
 bool disc_device_healthy(const struct disc_device *dev)
 {
 	if (!disc_device_usable(dev) || !dev->uverbs.node_present)

@@ -128,35 +128,6 @@ static int add_spec_edits(cJSON *spec, const struct disc_node *node,
 	return 0;
 }
 
-/* FNV-1a: tiny, deterministic across hosts and releases (IDs must not change). */
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* True when another usable device sits on the same PCI function as node->devices[i]. */
-static bool shares_function(const struct disc_node *node, size_t i)
-{
-	const char *pci = node->devices[i].pci;
-
-	if (pci[0] == '\0')
-		return false;
-	/* Devices are sorted by PCI address: siblings are adjacent. */
-	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
-		if (disc_device_usable(&node->devices[j]))
-			return true;
-	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
-		if (disc_device_usable(&node->devices[j]))
-			return true;
-	return false;
-}
-
 void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC_ID_MAX + 1])
 {
 	const struct disc_device *dev = &node->devices[i];
@@ -164,7 +135,7 @@ void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC
 
 	if (dev->pci[0] == '\0')
 		n = snprintf(buf, SPEC_ID_MAX + 1, "%s", dev->name);
-	else if (!shares_function(node, i))
+	else if (!disc_device_shares_function(node, i))
 		n = snprintf(buf, SPEC_ID_MAX + 1, "%s", dev->pci);
 	else
 		n = snprintf(buf, SPEC_ID_MAX + 1, "%s-%s", dev->pci, dev->name);
@@ -172,7 +143,8 @@ void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC
 		return;
 	/* Too long: a hash keeps it unique and deterministic. */
 	snprintf(buf, SPEC_ID_MAX + 1, "%.*s%sx%08x", SPEC_ID_MAX - 16, dev->pci,
-		 dev->pci[0] ? "-" : "", (unsigned)fnv1a(dev->name));
+		 dev->pci[0] ? "-" : "",
+		 (unsigned)fnv1a64(dev->name, strlen(dev->name), FNV1A64_INIT));
 }
 
 struct id_entry {

@@ -20,19 +20,6 @@
 #define CDI_IDS_MAX 16
 #define CDI_ID_MAX 512 /* "vendor/class=name": 253 + 1 + 253 and some */
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 static void strv_free(char **v, size_t n)
 {
 	if (!v)
@@ -277,12 +264,12 @@ static int take_string(const cJSON *obj, const char *key, bool required, char **
 	if (!v) {
 		if (!required)
 			return 0;
-		return fail(err, errlen, -EBADMSG, "%s.%s: missing", path, key);
+		return err_fail(err, errlen, -EBADMSG, "%s.%s: missing", path, key);
 	}
 	if (!cJSON_IsString(v) || !v->valuestring)
-		return fail(err, errlen, -EBADMSG, "%s.%s: not a string", path, key);
+		return err_fail(err, errlen, -EBADMSG, "%s.%s: not a string", path, key);
 	*ret = strdup(v->valuestring);
-	return *ret ? 0 : fail(err, errlen, -ENOMEM, "out of memory");
+	return *ret ? 0 : err_fail(err, errlen, -ENOMEM, "out of memory");
 }
 
 static int take_strv(const cJSON *obj, const char *key, size_t max, char ***ret, size_t *ret_n,
@@ -293,24 +280,25 @@ static int take_strv(const cJSON *obj, const char *key, size_t max, char ***ret,
 	char **s;
 
 	if (!cJSON_IsArray(v))
-		return fail(err, errlen, -EBADMSG, "%s.%s: %s", path, key,
-			    v ? "not a list" : "missing");
+		return err_fail(err, errlen, -EBADMSG, "%s.%s: %s", path, key,
+				v ? "not a list" : "missing");
 	cJSON_ArrayForEach (it, v) {
 		if (++n > max)
-			return fail(err, errlen, -EBADMSG, "%s.%s: more than %zu", path, key, max);
+			return err_fail(err, errlen, -EBADMSG, "%s.%s: more than %zu", path, key,
+					max);
 		if (!cJSON_IsString(it) || !it->valuestring)
-			return fail(err, errlen, -EBADMSG, "%s.%s[%zu]: not a string", path, key,
-				    n - 1);
+			return err_fail(err, errlen, -EBADMSG, "%s.%s[%zu]: not a string", path,
+					key, n - 1);
 	}
 	s = calloc(n ? n : 1, sizeof(*s));
 	if (!s)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	*ret = s;
 	*ret_n = 0;
 	cJSON_ArrayForEach (it, v) {
 		s[*ret_n] = strdup(it->valuestring);
 		if (!s[*ret_n])
-			return fail(err, errlen, -ENOMEM, "out of memory");
+			return err_fail(err, errlen, -ENOMEM, "out of memory");
 		(*ret_n)++;
 	}
 	return 0;
@@ -324,10 +312,10 @@ static int parse_device(const cJSON *obj, struct dra_prepared_device *d, const c
 	int r;
 
 	if (!cJSON_IsObject(obj))
-		return fail(err, errlen, -EBADMSG, "%s: not an object", path);
+		return err_fail(err, errlen, -EBADMSG, "%s: not an object", path);
 	bad = unknown_key(obj, keys);
 	if (bad)
-		return fail(err, errlen, -EBADMSG, "%s: unknown key", path);
+		return err_fail(err, errlen, -EBADMSG, "%s: unknown key", path);
 	r = take_string(obj, "device", true, &d->device, path, err, errlen);
 	if (r >= 0)
 		r = take_strv(obj, "requests", DRA_RESULTS_MAX, &d->requests, &d->n_requests, path,
@@ -348,9 +336,9 @@ static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const cha
 	int r;
 
 	if (!cJSON_IsObject(obj))
-		return fail(err, errlen, -EBADMSG, "%s: not an object", path);
+		return err_fail(err, errlen, -EBADMSG, "%s: not an object", path);
 	if (unknown_key(obj, keys))
-		return fail(err, errlen, -EBADMSG, "%s: unknown key", path);
+		return err_fail(err, errlen, -EBADMSG, "%s: unknown key", path);
 	r = take_string(obj, "uid", true, &p->uid, path, err, errlen);
 	if (r >= 0)
 		r = take_string(obj, "namespace", true, &p->namespace, path, err, errlen);
@@ -362,16 +350,16 @@ static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const cha
 		return r;
 	devs = cJSON_GetObjectItemCaseSensitive(obj, "devices");
 	if (!cJSON_IsArray(devs))
-		return fail(err, errlen, -EBADMSG, "%s.devices: %s", path,
-			    devs ? "not a list" : "missing");
+		return err_fail(err, errlen, -EBADMSG, "%s.devices: %s", path,
+				devs ? "not a list" : "missing");
 	cJSON_ArrayForEach (it, devs) {
 		if (++n > DRA_RESULTS_MAX)
-			return fail(err, errlen, -EBADMSG, "%s.devices: more than %d", path,
-				    DRA_RESULTS_MAX);
+			return err_fail(err, errlen, -EBADMSG, "%s.devices: more than %d", path,
+					DRA_RESULTS_MAX);
 	}
 	p->devices = calloc(n ? n : 1, sizeof(*p->devices));
 	if (!p->devices)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	cJSON_ArrayForEach (it, devs) {
 		char dpath[96];
 
@@ -382,7 +370,7 @@ static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const cha
 	}
 	problem = claim_problem(p);
 	if (problem)
-		return fail(err, errlen, -EBADMSG, "%s.%s", path, problem);
+		return err_fail(err, errlen, -EBADMSG, "%s.%s", path, problem);
 	return 0;
 }
 
@@ -427,42 +415,43 @@ int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **re
 	int r;
 
 	if (!ret || (!buf && len))
-		return fail(err, errlen, -EINVAL, "invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "invalid arguments");
 	/* The CDI reader: strict JSON (no duplicate keys, bounded depth, UTF-8, no NUL). */
 	r = cdi_spec_parse(buf ? buf : "", len, CDI_FORMAT_JSON, &tree, perr, sizeof(perr));
 	if (r == -ENOMEM)
-		return fail(err, errlen, r, "out of memory");
+		return err_fail(err, errlen, r, "out of memory");
 	if (r == -EFBIG)
-		return fail(err, errlen, -EBADMSG, "larger than %u bytes",
-			    DRA_CHECKPOINT_MAX_BYTES);
+		return err_fail(err, errlen, -EBADMSG, "larger than %u bytes",
+				DRA_CHECKPOINT_MAX_BYTES);
 	if (r < 0)
-		return fail(err, errlen, -EBADMSG, "%s", perr);
+		return err_fail(err, errlen, -EBADMSG, "%s", perr);
 	if (!cJSON_IsObject(tree))
-		return fail(err, errlen, -EBADMSG, "not a JSON object");
+		return err_fail(err, errlen, -EBADMSG, "not a JSON object");
 	if (unknown_key(tree, keys))
-		return fail(err, errlen, -EBADMSG, "unknown top-level key");
+		return err_fail(err, errlen, -EBADMSG, "unknown top-level key");
 	version = cJSON_GetObjectItemCaseSensitive(tree, "version");
 	if (!cJSON_IsNumber(version))
-		return fail(err, errlen, -EBADMSG, "version: %s",
-			    version ? "not a number" : "missing");
+		return err_fail(err, errlen, -EBADMSG, "version: %s",
+				version ? "not a number" : "missing");
 	if (version->valuedouble != CHECKPOINT_VERSION)
-		return fail(err, errlen, -EBADMSG,
-			    "version: %g is not %d (written by another release?)",
-			    version->valuedouble, CHECKPOINT_VERSION);
+		return err_fail(err, errlen, -EBADMSG,
+				"version: %g is not %d (written by another release?)",
+				version->valuedouble, CHECKPOINT_VERSION);
 	claims = cJSON_GetObjectItemCaseSensitive(tree, "claims");
 	if (!cJSON_IsArray(claims))
-		return fail(err, errlen, -EBADMSG, "claims: %s", claims ? "not a list" : "missing");
+		return err_fail(err, errlen, -EBADMSG, "claims: %s",
+				claims ? "not a list" : "missing");
 	cJSON_ArrayForEach (it, claims) {
 		if (++n > DRA_CHECKPOINT_CLAIMS_MAX)
-			return fail(err, errlen, -EBADMSG, "claims: more than %d",
-				    DRA_CHECKPOINT_CLAIMS_MAX);
+			return err_fail(err, errlen, -EBADMSG, "claims: more than %d",
+					DRA_CHECKPOINT_CLAIMS_MAX);
 	}
 
 	c = calloc(1, sizeof(*c));
 	if (c)
 		c->claims = calloc(n ? n : 1, sizeof(*c->claims));
 	if (!c || !c->claims) {
-		r = fail(err, errlen, -ENOMEM, "out of memory");
+		r = err_fail(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	cJSON_ArrayForEach (it, claims) {
@@ -475,11 +464,11 @@ int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **re
 	}
 	dup = duplicate_uid(c, &r);
 	if (r < 0) {
-		r = fail(err, errlen, r, "out of memory");
+		r = err_fail(err, errlen, r, "out of memory");
 		goto fail;
 	}
 	if (dup) {
-		r = fail(err, errlen, -EBADMSG, "claims: UID %s is recorded twice", dup);
+		r = err_fail(err, errlen, -EBADMSG, "claims: UID %s is recorded twice", dup);
 		goto fail;
 	}
 	*ret = c;
@@ -539,35 +528,36 @@ int dra_checkpoint_format(const struct dra_checkpoint *c, char **ret_buf, size_t
 	int r;
 
 	if (!c || !ret_buf || !ret_len)
-		return fail(err, errlen, -EINVAL, "invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "invalid arguments");
 	if (c->n_claims > DRA_CHECKPOINT_CLAIMS_MAX)
-		return fail(err, errlen, -EINVAL, "more than %d claims", DRA_CHECKPOINT_CLAIMS_MAX);
+		return err_fail(err, errlen, -EINVAL, "more than %d claims",
+				DRA_CHECKPOINT_CLAIMS_MAX);
 	if (!tree || !cJSON_AddNumberToObject(tree, "version", CHECKPOINT_VERSION))
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	claims = cJSON_AddArrayToObject(tree, "claims");
 	if (!claims)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->n_claims; i++) {
 		cJSON *o;
 
 		/* Never write what the next start would refuse to read. */
 		problem = claim_problem(&c->claims[i]);
 		if (problem)
-			return fail(err, errlen, -EINVAL, "claims[%zu].%s", i, problem);
+			return err_fail(err, errlen, -EINVAL, "claims[%zu].%s", i, problem);
 		o = claim_json(&c->claims[i]);
 		if (!o || !cJSON_AddItemToArray(claims, o)) {
 			cJSON_Delete(o);
-			return fail(err, errlen, -ENOMEM, "out of memory");
+			return err_fail(err, errlen, -ENOMEM, "out of memory");
 		}
 	}
 	dup = duplicate_uid(c, &r);
 	if (r < 0)
-		return fail(err, errlen, r, "out of memory");
+		return err_fail(err, errlen, r, "out of memory");
 	if (dup)
-		return fail(err, errlen, -EINVAL, "claims: UID %s is recorded twice", dup);
+		return err_fail(err, errlen, -EINVAL, "claims: UID %s is recorded twice", dup);
 	r = cdi_spec_format(tree, CDI_FORMAT_JSON, ret_buf, ret_len);
 	if (r < 0)
-		return fail(err, errlen, r, "cannot format the checkpoint: %s", strerror(-r));
+		return err_fail(err, errlen, r, "cannot format the checkpoint: %s", strerror(-r));
 	return 0;
 }
 
@@ -589,53 +579,56 @@ int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, char *err,
 	int r;
 
 	if (!dir || !*dir || !ret)
-		return fail(err, errlen, -EINVAL, "invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "invalid arguments");
 	qdir = quote_untrusted(dir);
 	if (!qdir)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0 && errno == ENOENT)
-		return empty(ret) < 0 ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+		return empty(ret) < 0 ? err_fail(err, errlen, -ENOMEM, "out of memory") : 0;
 	if (dirfd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
 	    S_ISLNK(st.st_mode))
-		return fail(err, errlen, -ELOOP, "%s: is a symlink, not followed", qdir);
+		return err_fail(err, errlen, -ELOOP, "%s: is a symlink, not followed", qdir);
 	if (dirfd < 0)
-		return fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
 
 	fd = openat(dirfd, DRA_CHECKPOINT_NAME,
 		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)
-		return empty(ret) < 0 ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+		return empty(ret) < 0 ? err_fail(err, errlen, -ENOMEM, "out of memory") : 0;
 	if (fd < 0 && errno == ELOOP)
-		return fail(
+		return err_fail(
 		    err, errlen, -ELOOP,
 		    "%s/" DRA_CHECKPOINT_NAME ": is a symlink, not followed (left in place)", qdir);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
-			    strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
+				strerror(errno));
 	if (fstat(fd, &st) < 0)
-		return fail(err, errlen, -errno, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
-			    strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
+				strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return fail(err, errlen, -EBADMSG,
-			    "%s/" DRA_CHECKPOINT_NAME ": not a regular file (left in place)", qdir);
+		return err_fail(err, errlen, -EBADMSG,
+				"%s/" DRA_CHECKPOINT_NAME ": not a regular file (left in place)",
+				qdir);
 	if ((unsigned long long)st.st_size > DRA_CHECKPOINT_MAX_BYTES)
-		return fail(err, errlen, -EBADMSG,
-			    "%s/" DRA_CHECKPOINT_NAME ": larger than %u bytes (left in place)",
-			    qdir, DRA_CHECKPOINT_MAX_BYTES);
+		return err_fail(err, errlen, -EBADMSG,
+				"%s/" DRA_CHECKPOINT_NAME ": larger than %u bytes (left in place)",
+				qdir, DRA_CHECKPOINT_MAX_BYTES);
 	r = read_full_fd(fd, DRA_CHECKPOINT_MAX_BYTES, &buf, &len);
 	if (r == -EFBIG)
-		return fail(err, errlen, -EBADMSG,
-			    "%s/" DRA_CHECKPOINT_NAME ": larger than %u bytes (left in place)",
-			    qdir, DRA_CHECKPOINT_MAX_BYTES);
+		return err_fail(err, errlen, -EBADMSG,
+				"%s/" DRA_CHECKPOINT_NAME ": larger than %u bytes (left in place)",
+				qdir, DRA_CHECKPOINT_MAX_BYTES);
 	if (r < 0)
-		return fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir, strerror(-r));
+		return err_fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
+				strerror(-r));
 	r = dra_checkpoint_parse(buf, len, ret, perr, sizeof(perr));
 	if (r == -ENOMEM)
-		return fail(err, errlen, r, "out of memory");
+		return err_fail(err, errlen, r, "out of memory");
 	if (r < 0)
-		return fail(err, errlen, -EBADMSG,
-			    "%s/" DRA_CHECKPOINT_NAME ": %s (corrupt, left in place)", qdir, perr);
+		return err_fail(err, errlen, -EBADMSG,
+				"%s/" DRA_CHECKPOINT_NAME ": %s (corrupt, left in place)", qdir,
+				perr);
 	return 0;
 }
 
@@ -646,22 +639,23 @@ int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, char *e
 	int r;
 
 	if (!c || !dir || !*dir)
-		return fail(err, errlen, -EINVAL, "invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "invalid arguments");
 	qdir = quote_untrusted(dir);
 	if (!qdir)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	r = dra_checkpoint_format(c, &buf, &len, err, errlen);
 	if (r < 0)
 		return r;
 	r = cdi_write_file_atomic_mode(dir, DRA_CHECKPOINT_NAME, buf, len, NULL, 0600);
 	if (r == -ELOOP)
-		return fail(err, errlen, r,
-			    "%s/" DRA_CHECKPOINT_NAME ": it or its dir is a symlink, not followed",
-			    qdir);
+		return err_fail(
+		    err, errlen, r,
+		    "%s/" DRA_CHECKPOINT_NAME ": it or its dir is a symlink, not followed", qdir);
 	if (r == -EEXIST)
-		return fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": not a regular file, kept",
-			    qdir);
+		return err_fail(err, errlen, r,
+				"%s/" DRA_CHECKPOINT_NAME ": not a regular file, kept", qdir);
 	if (r < 0)
-		return fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir, strerror(-r));
+		return err_fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
+				strerror(-r));
 	return 0;
 }

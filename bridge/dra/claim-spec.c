@@ -17,19 +17,6 @@
 #include "claims-internal.h"
 #include "dra.h"
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 bool dra_uid_is_valid(const char *uid)
 {
 	/* A CDI device name has no '/'; ".." is refused too, so no name reads as a path. */
@@ -88,34 +75,34 @@ int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *u
 	int r;
 
 	if (!spec_dir || !*spec_dir || !spec || !ret_file)
-		return fail(err, errlen, -EINVAL, "claim spec: invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "claim spec: invalid arguments");
 	kind = claim_kind(driver);
 	file = dra_claim_spec_file_name(driver, uid);
 	qdir = quote_untrusted(spec_dir);
 	if (!qdir)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	if (!kind || !file)
-		return fail(err, errlen, -EINVAL,
-			    "claim spec: driver or UID makes no valid CDI kind, name or file");
+		return err_fail(err, errlen, -EINVAL,
+				"claim spec: driver or UID makes no valid CDI kind, name or file");
 	if (!spec_is_claims(spec, kind, uid))
-		return fail(err, errlen, -EINVAL, "claim spec: not a spec of kind %s for claim %s",
-			    kind, uid);
+		return err_fail(err, errlen, -EINVAL,
+				"claim spec: not a spec of kind %s for claim %s", kind, uid);
 	r = cdi_spec_validate(spec, verr, sizeof(verr));
 	if (r == -ENOMEM)
-		return fail(err, errlen, r, "out of memory");
+		return err_fail(err, errlen, r, "out of memory");
 	if (r < 0)
-		return fail(err, errlen, -EINVAL, "claim spec: %s", verr);
+		return err_fail(err, errlen, -EINVAL, "claim spec: %s", verr);
 	r = cdi_spec_format(spec, CDI_FORMAT_JSON, &buf, &len);
 	if (r < 0)
-		return fail(err, errlen, r, "claim spec: cannot format it: %s", strerror(-r));
+		return err_fail(err, errlen, r, "claim spec: cannot format it: %s", strerror(-r));
 	r = cdi_write_file_atomic(spec_dir, file, buf, len);
 	if (r == -ELOOP)
-		return fail(err, errlen, r, "%s/%s: it or its dir is a symlink, not followed", qdir,
-			    file);
+		return err_fail(err, errlen, r, "%s/%s: it or its dir is a symlink, not followed",
+				qdir, file);
 	if (r == -EEXIST)
-		return fail(err, errlen, r, "%s/%s: not a regular file, kept", qdir, file);
+		return err_fail(err, errlen, r, "%s/%s: not a regular file, kept", qdir, file);
 	if (r < 0)
-		return fail(err, errlen, r, "%s/%s: %s", qdir, file, strerror(-r));
+		return err_fail(err, errlen, r, "%s/%s: %s", qdir, file, strerror(-r));
 	*ret_file = TAKE_PTR(file);
 	return 0;
 }
@@ -133,72 +120,75 @@ int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *
 	int r;
 
 	if (!spec_dir || !*spec_dir)
-		return fail(err, errlen, -EINVAL, "claim spec: invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "claim spec: invalid arguments");
 	kind = claim_kind(driver);
 	own = dra_claim_spec_file_name(driver, uid);
 	if (!kind || !own)
-		return fail(err, errlen, -EINVAL, "claim spec: driver or UID is not valid");
+		return err_fail(err, errlen, -EINVAL, "claim spec: driver or UID is not valid");
 	if (!file)
 		file = own;
 	qdir = quote_untrusted(spec_dir);
 	qfile = quote_untrusted(file);
 	if (!qdir || !qfile)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return err_fail(err, errlen, -ENOMEM, "out of memory");
 	/* A recorded name is checked as the checkpoint checks it: never a path. */
 	if (!name_is_safe(file, NAME_MAX) || file[0] == '.' ||
 	    cdi_format_from_file_name(file, &fmt) < 0)
-		return fail(err, errlen, -EINVAL, "claim spec: %s is not a spec file name", qfile);
+		return err_fail(err, errlen, -EINVAL, "claim spec: %s is not a spec file name",
+				qfile);
 
 	dirfd = open(spec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0 && errno == ENOENT)
 		return 0;
 	if (dirfd < 0)
-		return fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
 	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		return fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
 	}
 	if (!S_ISREG(st.st_mode))
-		return fail(err, errlen, -EEXIST, "%s/%s: %s, not ours: kept", qdir, qfile,
-			    S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
+		return err_fail(err, errlen, -EEXIST, "%s/%s: %s, not ours: kept", qdir, qfile,
+				S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
 
 	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
 	if (fstat(fd, &st2) < 0)
-		return fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
 	if (st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)
-		return fail(err, errlen, -EEXIST, "%s/%s: replaced while being read, kept", qdir,
-			    qfile);
+		return err_fail(err, errlen, -EEXIST, "%s/%s: replaced while being read, kept",
+				qdir, qfile);
 	r = read_full_fd(fd, CDI_SPEC_MAX_BYTES, &buf, &len);
 	if (r == -EFBIG)
-		return fail(err, errlen, -EEXIST, "%s/%s: too large to be ours, kept", qdir, qfile);
+		return err_fail(err, errlen, -EEXIST, "%s/%s: too large to be ours, kept", qdir,
+				qfile);
 	if (r < 0)
-		return fail(err, errlen, r, "%s/%s: %s", qdir, qfile, strerror(-r));
+		return err_fail(err, errlen, r, "%s/%s: %s", qdir, qfile, strerror(-r));
 	r = cdi_spec_parse(buf, len, fmt, &spec, perr, sizeof(perr));
 	if (r == -ENOMEM)
-		return fail(err, errlen, r, "out of memory");
+		return err_fail(err, errlen, r, "out of memory");
 	if (r < 0)
-		return fail(err, errlen, -EEXIST, "%s/%s: not a spec (%s), kept", qdir, qfile,
-			    perr);
+		return err_fail(err, errlen, -EEXIST, "%s/%s: not a spec (%s), kept", qdir, qfile,
+				perr);
 	if (!spec_is_claims(spec, kind, uid))
-		return fail(err, errlen, -EEXIST, "%s/%s: not the spec of claim %s (kind %s), kept",
-			    qdir, qfile, uid, kind);
+		return err_fail(err, errlen, -EEXIST,
+				"%s/%s: not the spec of claim %s (kind %s), kept", qdir, qfile, uid,
+				kind);
 	/* What we judged must still be what we unlink; the window between this check and
 	 * the unlink is left to the spec dir's permissions. */
 	if (fstatat(dirfd, file, &st2, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			return 0;
-		return fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
 	}
 	if (st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)
-		return fail(err, errlen, -EEXIST, "%s/%s: replaced while being read, kept", qdir,
-			    qfile);
+		return err_fail(err, errlen, -EEXIST, "%s/%s: replaced while being read, kept",
+				qdir, qfile);
 	if (unlinkat(dirfd, file, 0) < 0 && errno != ENOENT)
-		return fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
 	/* The removal must survive a crash like the write did. */
 	if (fsync(dirfd) < 0)
-		return fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
+		return err_fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
 	return 1;
 }

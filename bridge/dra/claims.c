@@ -24,19 +24,6 @@
 
 #define WHO_MAX 340 /* "namespace/name" escaped, shortened */
 
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
-static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 /* s escaped for one line of a message (never NULL). */
 static const char *esc(char *buf, size_t size, const char *s)
 {
@@ -72,16 +59,17 @@ static int get_string(const cJSON *obj, const char *key, size_t max, bool requir
 	if (!v || cJSON_IsNull(v)) {
 		if (!required)
 			return 0;
-		return fail(err, errlen, -EINVAL, "claim %s: %s.%s: missing", who, path, key);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: missing", who, path, key);
 	}
 	if (!cJSON_IsString(v) || !v->valuestring)
-		return fail(err, errlen, -EINVAL, "claim %s: %s.%s: not a string", who, path, key);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: not a string", who, path,
+				key);
 	n = strnlen(v->valuestring, max + 1);
 	if (n == 0 || n > max)
-		return fail(err, errlen, -EINVAL, "claim %s: %s.%s: %s", who, path, key,
-			    n ? "too long" : "empty");
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: %s", who, path, key,
+				n ? "too long" : "empty");
 	if (!text_is_utf8(v->valuestring, n))
-		return fail(err, errlen, -EINVAL, "claim %s: %s.%s: not UTF-8", who, path, key);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: not UTF-8", who, path, key);
 	*ret = v->valuestring;
 	return 0;
 }
@@ -96,8 +84,8 @@ static int get_object(const cJSON *obj, const char *key, const cJSON **ret, cons
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsObject(v))
-		return fail(err, errlen, -EINVAL, "claim %s: %s%s%s: not an object", who, path,
-			    *path ? "." : "", key);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s%s%s: not an object", who, path,
+				*path ? "." : "", key);
 	*ret = v;
 	return 0;
 }
@@ -121,7 +109,7 @@ static int tolerates(const cJSON *t, const char *key, bool *ret, const char *who
 	int r;
 
 	if (!cJSON_IsObject(t))
-		return fail(err, errlen, -EINVAL, "claim %s: %s: not an object", who, path);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s: not an object", who, path);
 	r = get_string(t, "key", DRA_CLAIM_STRING_MAX, false, &tkey, who, path, err, errlen);
 	if (r >= 0)
 		r = get_string(t, "operator", DRA_CLAIM_STRING_MAX, false, &op, who, path, err,
@@ -162,36 +150,37 @@ static int parse_result(const cJSON *res, const char *taint_key, struct dra_resu
 	if (r < 0)
 		return r;
 	if (!request_name_ok(request))
-		return fail(err, errlen, -EINVAL, "claim %s: %s.request: not a request name", who,
-			    path);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.request: not a request name",
+				who, path);
 	r = get_string(res, "device", DRA_DEVICE_NAME_MAX, true, &device, who, path, err, errlen);
 	if (r < 0)
 		return r;
 	if (!name_is_safe(device, DRA_DEVICE_NAME_MAX))
-		return fail(err, errlen, -EINVAL, "claim %s: %s.device: not a device name", who,
-			    path);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.device: not a device name", who,
+				path);
 	r = get_string(res, "shareID", DRA_CLAIM_STRING_MAX, false, &share_id, who, path, err,
 		       errlen);
 	if (r < 0)
 		return r;
 	if (share_id && !name_is_safe(share_id, DRA_CLAIM_STRING_MAX))
-		return fail(err, errlen, -EINVAL, "claim %s: %s.shareID: not an ID", who, path);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.shareID: not an ID", who, path);
 	admin = cJSON_GetObjectItemCaseSensitive(res, "adminAccess");
 	if (admin && !cJSON_IsNull(admin) && !cJSON_IsBool(admin))
-		return fail(err, errlen, -EINVAL, "claim %s: %s.adminAccess: not a boolean", who,
-			    path);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.adminAccess: not a boolean",
+				who, path);
 
 	out->tolerates_unhealthy = false;
 	tols = cJSON_GetObjectItemCaseSensitive(res, "tolerations");
 	if (tols && !cJSON_IsNull(tols) && !cJSON_IsArray(tols))
-		return fail(err, errlen, -EINVAL, "claim %s: %s.tolerations: not a list", who,
-			    path);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %s.tolerations: not a list", who,
+				path);
 	cJSON_ArrayForEach (t, tols) {
 		bool yes = false;
 
 		if (i >= DRA_TOLERATIONS_MAX)
-			return fail(err, errlen, -EINVAL, "claim %s: %s.tolerations: more than %d",
-				    who, path, DRA_TOLERATIONS_MAX);
+			return err_fail(err, errlen, -EINVAL,
+					"claim %s: %s.tolerations: more than %d", who, path,
+					DRA_TOLERATIONS_MAX);
 		snprintf(tpath, sizeof(tpath), "%s.tolerations[%zu]", path, i++);
 		r = tolerates(t, taint_key, &yes, who, tpath, err, errlen);
 		if (r < 0)
@@ -203,7 +192,7 @@ static int parse_result(const cJSON *res, const char *taint_key, struct dra_resu
 	out->device = strdup(device);
 	out->share_id = share_id ? strdup(share_id) : NULL;
 	if (!out->request || !out->device || (share_id && !out->share_id))
-		return fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+		return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 	return 0;
 }
 
@@ -231,10 +220,10 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 	int r;
 
 	if (!uid || !driver || !pool || !ret || !ret_n)
-		return fail(err, errlen, -EINVAL, "claim: invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "claim: invalid arguments");
 	if (!cJSON_IsObject(claim))
-		return fail(err, errlen, -EINVAL, "claim %s: not a JSON object",
-			    esc(a, sizeof(a), uid));
+		return err_fail(err, errlen, -EINVAL, "claim %s: not a JSON object",
+				esc(a, sizeof(a), uid));
 	claim_who(claim, who);
 
 	r = get_object(claim, "metadata", &md, who, "", err, errlen);
@@ -244,8 +233,9 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 	if (r < 0)
 		return r;
 	if (strcmp(muid, uid) != 0)
-		return fail(err, errlen, -EINVAL, "claim %s: UID %s differs from the kubelet's %s",
-			    who, esc(a, sizeof(a), muid), esc(b, sizeof(b), uid));
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: UID %s differs from the kubelet's %s", who,
+				esc(a, sizeof(a), muid), esc(b, sizeof(b), uid));
 
 	r = get_object(claim, "status", &status, who, "", err, errlen);
 	if (r >= 0)
@@ -253,31 +243,32 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 	if (r < 0)
 		return r;
 	if (!alloc)
-		return fail(err, errlen, -ENOENT, "claim %s: is not allocated", who);
+		return err_fail(err, errlen, -ENOENT, "claim %s: is not allocated", who);
 	r = get_object(alloc, "devices", &devices, who, "status.allocation", err, errlen);
 	if (r < 0)
 		return r;
 	results = cJSON_GetObjectItemCaseSensitive(devices, "results");
 	if (results && !cJSON_IsNull(results) && !cJSON_IsArray(results))
-		return fail(err, errlen, -EINVAL,
-			    "claim %s: status.allocation.devices.results: not a list", who);
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: status.allocation.devices.results: not a list", who);
 
 	taint_key = strdup_printf("%s" DRA_TAINT_SUFFIX, driver);
 	if (!taint_key)
-		return fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+		return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 	cJSON_ArrayForEach (res, results) {
 		const char *rdriver, *rpool;
 		char path[64];
 
 		if (i >= DRA_RESULTS_MAX) {
-			r = fail(err, errlen, -EINVAL,
-				 "claim %s: status.allocation.devices.results: more than %d", who,
-				 DRA_RESULTS_MAX);
+			r = err_fail(err, errlen, -EINVAL,
+				     "claim %s: status.allocation.devices.results: more than %d",
+				     who, DRA_RESULTS_MAX);
 			goto fail;
 		}
 		snprintf(path, sizeof(path), "status.allocation.devices.results[%zu]", i++);
 		if (!cJSON_IsObject(res)) {
-			r = fail(err, errlen, -EINVAL, "claim %s: %s: not an object", who, path);
+			r = err_fail(err, errlen, -EINVAL, "claim %s: %s: not an object", who,
+				     path);
 			goto fail;
 		}
 		r = get_string(res, "driver", DRA_CLAIM_STRING_MAX, true, &rdriver, who, path, err,
@@ -292,7 +283,7 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 		if (!out) {
 			out = calloc(DRA_RESULTS_MAX, sizeof(*out));
 			if (!out) {
-				r = fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+				r = err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 				goto fail;
 			}
 		}
@@ -302,9 +293,9 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 			goto fail;
 	}
 	if (n == 0)
-		return fail(err, errlen, -ENOENT,
-			    "claim %s: holds no device of driver %s in pool %s", who,
-			    esc(a, sizeof(a), driver), esc(b, sizeof(b), pool));
+		return err_fail(err, errlen, -ENOENT,
+				"claim %s: holds no device of driver %s in pool %s", who,
+				esc(a, sizeof(a), driver), esc(b, sizeof(b), pool));
 	*ret = out;
 	*ret_n = n;
 	return 0;
@@ -442,7 +433,7 @@ static int new_device(struct dra_prepared_device *d, const struct dra_hca *h, co
 	return add_request(d, request);
 }
 
-/* Why the device of result res may not be prepared, as fail() returns it; 0 when it may. */
+/* Why the device of result res may not be prepared, as err_fail() returns it; 0 when it may. */
 static int check_device(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 			const struct dra_result *res, const struct dra_hca *h, const char *uid,
 			const char *who, char *err, size_t errlen)
@@ -451,21 +442,21 @@ static int check_device(const struct dra_checkpoint *c, const struct dra_invento
 	const char *holder;
 
 	if (!h)
-		return fail(err, errlen, -ENODEV,
-			    "claim %s: device %s is not on this node (anymore)", who,
-			    esc(a, sizeof(a), res->device));
+		return err_fail(err, errlen, -ENODEV,
+				"claim %s: device %s is not on this node (anymore)", who,
+				esc(a, sizeof(a), res->device));
 	/* An inventory that lost either would hand the kubelet a name nothing resolves. */
 	if (!h->d || !h->cdi_id[0])
-		return fail(err, errlen, -EINVAL,
-			    "claim %s: device %s has no RDMA device or CDI ID", who, h->name);
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: device %s has no RDMA device or CDI ID", who, h->name);
 	holder = c && !pool_shared(inv, h) ? dra_checkpoint_holder(c, h->name, uid) : NULL;
 	if (holder)
-		return fail(err, errlen, -EBUSY,
-			    "claim %s: device %s is already prepared for claim %s", who, h->name,
-			    esc(b, sizeof(b), holder));
+		return err_fail(err, errlen, -EBUSY,
+				"claim %s: device %s is already prepared for claim %s", who,
+				h->name, esc(b, sizeof(b), holder));
 	if (!h->healthy && !res->tolerates_unhealthy)
-		return fail(err, errlen, -EIO, "claim %s: device %s is unhealthy (%s)", who,
-			    h->name, esc(b, sizeof(b), h->reason[0] ? h->reason : "unknown"));
+		return err_fail(err, errlen, -EIO, "claim %s: device %s is unhealthy (%s)", who,
+				h->name, esc(b, sizeof(b), h->reason[0] ? h->reason : "unknown"));
 	return 0;
 }
 
@@ -491,34 +482,35 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 	int r;
 
 	if (!inv || !driver || !ns || !name || !uid || !ret || !ret_spec || (!results && n_results))
-		return fail(err, errlen, -EINVAL, "claim: invalid arguments");
+		return err_fail(err, errlen, -EINVAL, "claim: invalid arguments");
 	snprintf(who, sizeof(who), "%s/%s", esc(a, sizeof(a), ns), esc(b, sizeof(b), name));
 	if (!dra_uid_is_valid(uid))
-		return fail(err, errlen, -EINVAL, "claim %s: UID %s is not a valid CDI device name",
-			    who, esc(b, sizeof(b), uid));
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: UID %s is not a valid CDI device name", who,
+				esc(b, sizeof(b), uid));
 	if (!claim_text_ok(ns) || !claim_text_ok(name))
-		return fail(err, errlen, -EINVAL,
-			    "claim %s: namespace or name is too long or not UTF-8", who);
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: namespace or name is too long or not UTF-8", who);
 
 	old = dra_checkpoint_find(c, uid);
 	if (old) {
 		p = dra_prepared_claim_copy(old);
 		if (!p)
-			return fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+			return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 		*ret = p;
 		*ret_spec = NULL;
 		return 1;
 	}
 
 	if (n_results == 0 || n_results > DRA_RESULTS_MAX)
-		return fail(err, errlen, -EINVAL, "claim %s: %zu results (1..%d)", who, n_results,
-			    DRA_RESULTS_MAX);
+		return err_fail(err, errlen, -EINVAL, "claim %s: %zu results (1..%d)", who,
+				n_results, DRA_RESULTS_MAX);
 	kind = strdup_printf("%s/" DRA_CLAIM_KIND_CLASS, driver);
 	if (!kind)
-		return fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+		return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 	if (!cdi_kind_is_valid(kind))
-		return fail(err, errlen, -EINVAL, "claim %s: driver %s makes no valid CDI kind",
-			    who, esc(b, sizeof(b), driver));
+		return err_fail(err, errlen, -EINVAL, "claim %s: driver %s makes no valid CDI kind",
+				who, esc(b, sizeof(b), driver));
 
 	for (size_t i = 0; i < n_results; i++) {
 		const struct dra_hca *h = dra_inventory_find(inv, results[i].device);
@@ -563,9 +555,9 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 		cJSON_Delete(spec);
 		dra_prepared_claim_free(p);
 		if (r == -ENOMEM)
-			return fail(err, errlen, r, "claim %s: out of memory", who);
-		return fail(err, errlen, -EINVAL, "claim %s: the claim's CDI spec is invalid: %s",
-			    who, verr);
+			return err_fail(err, errlen, r, "claim %s: out of memory", who);
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: the claim's CDI spec is invalid: %s", who, verr);
 	}
 	*ret = p;
 	*ret_spec = spec;
@@ -573,5 +565,5 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 
 oom:
 	dra_prepared_claim_free(p);
-	return fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+	return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
 }

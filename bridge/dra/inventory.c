@@ -12,37 +12,6 @@
 #include "inventory.h"
 #include "specs.h"
 
-/* FNV-1a (32-bit fold of the 64-bit hash, as specs/build.c): names must not change
- * across hosts and releases. */
-static uint32_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return (uint32_t)h;
-}
-
-/* True when another usable device sits on the same PCI function as node->devices[i]
- * (the same test as spec_device_id(), so a name and an ID never disagree). */
-static bool shares_function(const struct disc_node *node, size_t i)
-{
-	const char *pci = node->devices[i].pci;
-
-	if (pci[0] == '\0')
-		return false;
-	/* Devices are sorted by PCI address: siblings are adjacent. */
-	for (size_t j = i; j-- > 0 && strcmp(node->devices[j].pci, pci) == 0;)
-		if (disc_device_usable(&node->devices[j]))
-			return true;
-	for (size_t j = i + 1; j < node->n_devices && strcmp(node->devices[j].pci, pci) == 0; j++)
-		if (disc_device_usable(&node->devices[j]))
-			return true;
-	return false;
-}
-
 /* Appends s made a label (lowercase, anything outside [a-z0-9] as '-') at buf[off]. */
 static size_t label_append(char *buf, size_t size, size_t off, const char *s)
 {
@@ -68,7 +37,7 @@ void dra_device_name(const struct disc_node *node, size_t i,
 	if (dev->pci[0]) {
 		n = label_append(full, sizeof(full), 0, "pci-");
 		n = label_append(full, sizeof(full), n, dev->pci);
-		if (shares_function(node, i)) {
+		if (disc_device_shares_function(node, i)) {
 			n = label_append(full, sizeof(full), n, "-");
 			n = label_append(full, sizeof(full), n, dev->name);
 		}
@@ -82,7 +51,8 @@ void dra_device_name(const struct disc_node *node, size_t i,
 		memcpy(buf, full, n + 1);
 		return;
 	}
-	snprintf(buf, DRA_DEVICE_NAME_MAX + 1, "%.54s-%08x", full, (unsigned)fnv1a(dev->name));
+	snprintf(buf, DRA_DEVICE_NAME_MAX + 1, "%.54s-%08x", full,
+		 (unsigned)fnv1a64(dev->name, strlen(dev->name), FNV1A64_INIT));
 }
 
 /* "mlx5_3:1,mlx5_3:2": the ACTIVE ports, else the first (as the bridge's
