@@ -14,14 +14,6 @@
 /* YAML nodes in one file: far more than any real config, bounds the parse tree. */
 #define CFG_NODES_MAX 100000
 
-
-/* Copies s (len bytes) into buf as a double-quoted, escaped string for one-line
- * messages, shortened with "..." past 64 characters. Returns buf. */
-const char *cfg_quote(char *buf, size_t size, const char *s, size_t len);
-
-/* Fills err with the formatted line (when err and errlen), returns r. */
-int cfg_error(int r, char *err, size_t errlen, const char *fmt, ...) _printf_(4, 5);
-
 /* Gives c (no pools yet) the one default pool. 0 or -ENOMEM. */
 int cfg_default_pool(struct cfg *c);
 

@@ -162,15 +162,15 @@ static int check_bound(const struct cfg_pool *p, size_t n, char *err, size_t err
 	if (ids <= CFG_POOL_IDS_MAX)
 		return 0;
 	if (p->mode == CFG_MODE_SHARED)
-		return cfg_error(-E2BIG, err, errlen,
-				 "pool %s: sharedSlots %u x %zu HCAs = %llu device IDs exceeds %d "
-				 "(a ListAndWatch message that large nears the kubelet's 4 MiB "
-				 "limit): lower sharedSlots or split the HCAs over more pools",
-				 p->resource_name, p->shared_slots, n, ids, CFG_POOL_IDS_MAX);
-	return cfg_error(-E2BIG, err, errlen,
-			 "pool %s: %zu HCAs exceeds %d device IDs (a ListAndWatch message that "
-			 "large nears the kubelet's 4 MiB limit): split the HCAs over more pools",
-			 p->resource_name, n, CFG_POOL_IDS_MAX);
+		return err_fail(err, errlen, -E2BIG,
+				"pool %s: sharedSlots %u x %zu HCAs = %llu device IDs exceeds %d "
+				"(a ListAndWatch message that large nears the kubelet's 4 MiB "
+				"limit): lower sharedSlots or split the HCAs over more pools",
+				p->resource_name, p->shared_slots, n, ids, CFG_POOL_IDS_MAX);
+	return err_fail(err, errlen, -E2BIG,
+			"pool %s: %zu HCAs exceeds %d device IDs (a ListAndWatch message that "
+			"large nears the kubelet's 4 MiB limit): split the HCAs over more pools",
+			p->resource_name, n, CFG_POOL_IDS_MAX);
 }
 
 int cfg_assign(const struct cfg *c, const struct disc_node *node, struct cfg_assignment **ret,
@@ -237,7 +237,7 @@ int cfg_assign(const struct cfg *c, const struct disc_node *node, struct cfg_ass
 	*ret = TAKE_PTR(a);
 	return 0;
 oom:
-	return cfg_error(-ENOMEM, err, errlen, "out of memory");
+	return err_fail(err, errlen, -ENOMEM, "out of memory");
 }
 
 /* ---- config check ------------------------------------------------------------------- */
@@ -333,6 +333,6 @@ int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, cha
 	for (size_t i = 0; i < a->n_warnings; i++)
 		fprintf(out, "warning: %s\n", a->warnings[i]);
 	if (fflush(out) != 0 || ferror(out))
-		return cfg_error(-EIO, err, errlen, "cannot write the report");
+		return err_fail(err, errlen, -EIO, "cannot write the report");
 	return 0;
 }
