@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kubeconfig files (the current-context's cluster and user) and the in-cluster service
- * account. libyaml events -> a small bounded tree (each value keeps its line and column)
- * -> struct kube_config. Only what the driver can honour is accepted: a https server, a
- * CA it verifies against, a bearer token; anything that would weaken TLS or needs an
- * authentication method we do not have is refused with the reason, never ignored.
+ * account. The file is read as one bounded YAML document (common yaml-doc.h: each value
+ * keeps its line and column) -> struct kube_config. Only what the driver can honour is
+ * accepted: a https server, a CA it verifies against, a bearer token; anything that would
+ * weaken TLS or needs an authentication method we do not have is refused with the reason,
+ * never ignored.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -14,77 +15,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <yaml.h>
-
 #include "kube-internal.h"
+#include "yaml-doc.h"
 
 #define KC_DEPTH_MAX 16
 #define KC_NODES_MAX 100000
 #define KC_SERVER_MAX 2048
-
-DEFINE_CLEANUP_FUNC(yaml_parser_t, yaml_parser_delete)
-
-enum kc_type { KC_SCALAR, KC_SEQ, KC_MAP };
-
-struct kc_node {
-	enum kc_type type;
-	unsigned line, column;
-	char *value; /* scalar text */
-	size_t len;
-	bool plain;
-	struct kc_node **kids; /* mapping: key, value, key, value ... */
-	size_t n_kids, cap;
-};
-
-static void kc_node_free(struct kc_node *n)
-{
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->n_kids; i++)
-		kc_node_free(n->kids[i]);
-	free(n->kids);
-	free(n->value);
-	free(n);
-}
-DEFINE_CLEANUP_FUNC(struct kc_node, kc_node_free)
-
-struct kc {
-	const char *file;
-	const char *buf;
-	size_t len;
-	char *err;
-	size_t errlen;
-};
-
-static int kc_vfail(struct kc *x, int r, const struct kc_node *at, const char *key, const char *fmt,
-		    va_list ap) _printf_(5, 0);
-static int kc_vfail(struct kc *x, int r, const struct kc_node *at, const char *key, const char *fmt,
-		    va_list ap)
-{
-	int n;
-
-	if (!x->err || x->errlen == 0)
-		return r;
-	if (at)
-		n = snprintf(x->err, x->errlen, "%s:%u:%u: %s: ", x->file, at->line, at->column,
-			     key);
-	else
-		n = snprintf(x->err, x->errlen, "%s: %s: ", x->file, key);
-	if (n >= 0 && (size_t)n < x->errlen)
-		vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
-	return r;
-}
-
-static _printf_(5, 6) int kc_fail(struct kc *x, int r, const struct kc_node *at, const char *key,
-				  const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	r = kc_vfail(x, r, at, key, fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 /* Untrusted text for a message: escaped, quoted, cut. */
 static const char *kc_quote(char *buf, size_t size, const char *s, size_t len)
@@ -102,208 +38,33 @@ static const char *kc_quote(char *buf, size_t size, const char *s, size_t len)
 	return buf;
 }
 
-/* ---- the tree ----------------------------------------------------------------------- */
-
-static int kc_add(struct kc_node *parent, struct kc_node *kid)
-{
-	if (parent->n_kids == parent->cap) {
-		size_t cap = parent->cap ? parent->cap * 2 : 8;
-		struct kc_node **k = realloc(parent->kids, cap * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		parent->kids = k;
-		parent->cap = cap;
-	}
-	parent->kids[parent->n_kids++] = kid;
-	return 0;
-}
-
-static struct kc_node *kc_new(enum kc_type t, yaml_mark_t m)
-{
-	struct kc_node *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->type = t;
-	n->line = (unsigned)m.line + 1;
-	n->column = (unsigned)m.column + 1;
-	return n;
-}
-
-static int kc_yaml_fail(struct kc *x, const yaml_parser_t *p)
-{
-	struct kc_node at = {.line = (unsigned)p->problem_mark.line + 1,
-			     .column = (unsigned)p->problem_mark.column + 1};
-
-	if (p->error == YAML_MEMORY_ERROR)
-		return kc_fail(x, -ENOMEM, NULL, "yaml", "out of memory");
-	return kc_fail(x, -EBADMSG, &at, "yaml", "invalid YAML: %s",
-		       p->problem ? p->problem : "unknown error");
-}
-
-/* The node an event opens or is (NULL for events that are not nodes). Aliases and
- * anchors are refused: a kubeconfig never needs them and they expand exponentially. */
-static int kc_from_event(struct kc *x, const yaml_event_t *e, size_t depth, struct kc_node **ret)
-{
-	struct kc_node at = {.line = (unsigned)e->start_mark.line + 1,
-			     .column = (unsigned)e->start_mark.column + 1};
-	const yaml_char_t *anchor = NULL;
-	struct kc_node *n;
-
-	*ret = NULL;
-	switch (e->type) {
-	case YAML_ALIAS_EVENT:
-		return kc_fail(x, -EINVAL, &at, "yaml", "YAML aliases are not accepted");
-	case YAML_SCALAR_EVENT:
-		anchor = e->data.scalar.anchor;
-		break;
-	case YAML_SEQUENCE_START_EVENT:
-		anchor = e->data.sequence_start.anchor;
-		break;
-	case YAML_MAPPING_START_EVENT:
-		anchor = e->data.mapping_start.anchor;
-		break;
-	default:
-		return 0;
-	}
-	if (anchor)
-		return kc_fail(x, -EINVAL, &at, "yaml", "YAML anchors are not accepted");
-	if (e->type == YAML_SCALAR_EVENT) {
-		n = kc_new(KC_SCALAR, e->start_mark);
-		if (!n || !(n->value = malloc(e->data.scalar.length + 1))) {
-			kc_node_free(n);
-			return -ENOMEM;
-		}
-		memcpy(n->value, e->data.scalar.value, e->data.scalar.length);
-		n->value[e->data.scalar.length] = '\0';
-		n->len = e->data.scalar.length;
-		n->plain = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-	} else {
-		if (depth >= KC_DEPTH_MAX)
-			return kc_fail(x, -EINVAL, &at, "yaml", "nested deeper than %d levels",
-				       KC_DEPTH_MAX);
-		n = kc_new(e->type == YAML_SEQUENCE_START_EVENT ? KC_SEQ : KC_MAP, e->start_mark);
-		if (!n)
-			return -ENOMEM;
-	}
-	*ret = n;
-	return 0;
-}
-
-static int kc_tree(struct kc *x, struct kc_node **ret)
-{
-	_cleanup_(yaml_parser_deletep) yaml_parser_t *parser = NULL;
-	_cleanup_(kc_node_freep) struct kc_node *root = NULL;
-	struct kc_node *stack[KC_DEPTH_MAX];
-	yaml_parser_t p;
-	size_t depth = 0, n_nodes = 0;
-	unsigned docs = 0;
-	bool done = false;
-	int r = 0;
-
-	if (!yaml_parser_initialize(&p))
-		return kc_fail(x, -ENOMEM, NULL, "yaml", "out of memory");
-	parser = &p;
-	yaml_parser_set_input_string(&p, (const unsigned char *)x->buf, x->len);
-	while (!done && r >= 0) {
-		struct kc_node *n = NULL;
-		yaml_event_t e;
-
-		if (!yaml_parser_parse(&p, &e))
-			return kc_yaml_fail(x, &p);
-		if (e.type == YAML_STREAM_END_EVENT) {
-			done = true;
-		} else if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
-			depth--;
-		} else if (e.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
-			struct kc_node at = {.line = (unsigned)e.start_mark.line + 1,
-					     .column = (unsigned)e.start_mark.column + 1};
-
-			r = kc_fail(x, -EINVAL, &at, "yaml", "more than one YAML document");
-		} else {
-			r = kc_from_event(x, &e, depth, &n);
-		}
-		if (n && ++n_nodes > KC_NODES_MAX)
-			r = kc_fail(x, -EINVAL, n, "yaml", "more than %d YAML nodes", KC_NODES_MAX);
-		yaml_event_delete(&e);
-		if (r < 0 || !n) {
-			kc_node_free(n);
-			continue;
-		}
-		if (depth == 0) {
-			kc_node_free(root);
-			root = n;
-		} else if (kc_add(stack[depth - 1], n) < 0) {
-			kc_node_free(n);
-			return kc_fail(x, -ENOMEM, NULL, "yaml", "out of memory");
-		}
-		if (n->type != KC_SCALAR)
-			stack[depth++] = n;
-	}
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(root);
-	return 0;
-}
-
 /* ---- looking things up ---------------------------------------------------------------- */
 
-static bool kc_is_null(const struct kc_node *n)
-{
-	return !n || (n->type == KC_SCALAR && n->plain &&
-		      (n->len == 0 || !strcmp(n->value, "null") || !strcmp(n->value, "~")));
-}
-
 /* The value of key in a mapping; NULL when absent (or null). Duplicate keys are refused
- * when the mapping is checked (kc_check_map). */
-static const struct kc_node *kc_get(const struct kc_node *map, const char *key)
+ * when the mapping is checked (ydoc_map). */
+static const struct ydoc_node *kc_get(const struct ydoc_node *map, const char *key)
 {
-	if (!map || map->type != KC_MAP)
-		return NULL;
-	for (size_t i = 0; i + 1 < map->n_kids; i += 2) {
-		const struct kc_node *k = map->kids[i];
+	const struct ydoc_node *v = ydoc_get(map, key, NULL);
 
-		if (k->type == KC_SCALAR && !strcmp(k->value, key))
-			return kc_is_null(map->kids[i + 1]) ? NULL : map->kids[i + 1];
-	}
-	return NULL;
-}
-
-static int kc_check_map(struct kc *x, const struct kc_node *n, const char *key)
-{
-	char q[96];
-
-	if (n->type != KC_MAP)
-		return kc_fail(x, -EINVAL, n, key, "must be a mapping");
-	for (size_t i = 0; i + 1 < n->n_kids; i += 2) {
-		const struct kc_node *k = n->kids[i];
-
-		if (k->type != KC_SCALAR)
-			return kc_fail(x, -EINVAL, k, key, "keys must be strings");
-		for (size_t j = i + 2; j + 1 < n->n_kids; j += 2)
-			if (n->kids[j]->type == KC_SCALAR && !strcmp(n->kids[j]->value, k->value))
-				return kc_fail(x, -EINVAL, n->kids[j], key, "duplicate key %s",
-					       kc_quote(q, sizeof(q), k->value, k->len));
-	}
-	return 0;
+	return ydoc_is_null(v) ? NULL : v;
 }
 
 /* A string value: a scalar without NUL bytes. *ret = NULL when absent. */
-static int kc_string(struct kc *x, const struct kc_node *map, const char *key, const char *path,
-		     const struct kc_node **ret)
+static int kc_string(const struct ydoc *x, const struct ydoc_node *map, const char *key,
+		     const char *path, const struct ydoc_node **ret)
 {
-	const struct kc_node *v = kc_get(map, key);
+	const struct ydoc_node *v = kc_get(map, key);
+	const char *s;
 	char k[160];
+	int r;
 
 	*ret = NULL;
 	if (!v)
 		return 0;
 	snprintf(k, sizeof(k), "%s%s", path, key);
-	if (v->type != KC_SCALAR)
-		return kc_fail(x, -EINVAL, v, k, "must be a string");
-	if (strlen(v->value) != v->len)
-		return kc_fail(x, -EINVAL, v, k, "holds a NUL byte");
+	r = ydoc_string(x, v, k, SIZE_MAX, &s);
+	if (r < 0)
+		return r;
 	*ret = v;
 	return 0;
 }
@@ -312,22 +73,22 @@ static int kc_string(struct kc *x, const struct kc_node *map, const char *key, c
  * The entry of a named list (contexts, clusters, users) whose name is want, and the
  * mapping under its field (context, cluster, user). where names the list for messages.
  */
-static int kc_find_named(struct kc *x, const struct kc_node *root, const char *list,
-			 const char *field, const struct kc_node *want, const char *what,
-			 const struct kc_node **ret, char *path, size_t pathlen)
+static int kc_find_named(const struct ydoc *x, const struct ydoc_node *root, const char *list,
+			 const char *field, const struct ydoc_node *want, const char *what,
+			 const struct ydoc_node **ret, char *path, size_t pathlen)
 {
-	const struct kc_node *seq = kc_get(root, list);
+	const struct ydoc_node *seq = kc_get(root, list);
 	char q[96];
 	int r;
 
-	if (seq && seq->type != KC_SEQ)
-		return kc_fail(x, -EINVAL, seq, list, "must be a list");
+	if (seq && seq->type != YDOC_SEQ)
+		return ydoc_fail(x, -EINVAL, seq, list, "expected a list, got %s", ydoc_kind(seq));
 	for (size_t i = 0; seq && i < seq->n_kids; i++) {
-		const struct kc_node *e = seq->kids[i], *name, *body;
+		const struct ydoc_node *e = seq->kids[i], *name, *body;
 		char key[64];
 
 		snprintf(key, sizeof(key), "%s[%zu]", list, i);
-		r = kc_check_map(x, e, key);
+		r = ydoc_map(x, e, key);
 		if (r < 0)
 			return r;
 		r = kc_string(x, e, "name", "", &name);
@@ -338,65 +99,47 @@ static int kc_find_named(struct kc *x, const struct kc_node *root, const char *l
 		snprintf(path, pathlen, "%s[%zu].%s", list, i, field);
 		body = kc_get(e, field);
 		if (!body)
-			return kc_fail(x, -EINVAL, e, path, "missing");
-		r = kc_check_map(x, body, path);
+			return ydoc_fail(x, -EINVAL, e, path, "missing");
+		r = ydoc_map(x, body, path);
 		if (r < 0)
 			return r;
 		*ret = body;
 		return 0;
 	}
-	return kc_fail(x, -EINVAL, want, what, "%s %s is not in %s", field,
-		       kc_quote(q, sizeof(q), want->value, want->len), list);
+	return ydoc_fail(x, -EINVAL, want, what, "%s %s is not in %s", field,
+			 kc_quote(q, sizeof(q), want->value, want->len), list);
 }
 
 /* ---- values ----------------------------------------------------------------------- */
 
-static int kc_bool(struct kc *x, const struct kc_node *n, const char *key, bool *ret)
-{
-	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
-					  "YES",  "on",	  "On",	  "ON"};
-	static const char *const no[] = {"false", "False", "FALSE", "no", "No",
-					 "NO",	  "off",   "Off",   "OFF"};
-
-	if (n->type == KC_SCALAR && n->plain) {
-		for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
-			if (!strcmp(n->value, yes[i]))
-				return *ret = true, 0;
-			if (!strcmp(n->value, no[i]))
-				return *ret = false, 0;
-		}
-	}
-	return kc_fail(x, -EINVAL, n, key, "must be true or false");
-}
-
 /* "https://host[:port][/prefix]" without userinfo, query, fragment or blanks; the
  * trailing slashes stripped. */
-static int kc_server(struct kc *x, const struct kc_node *n, const char *key, char **ret)
+static int kc_server(const struct ydoc *x, const struct ydoc_node *n, const char *key, char **ret)
 {
 	const char *s = n->value, *host;
 	size_t len = n->len;
 	char q[96];
 
 	if (strncmp(s, "https://", 8) != 0)
-		return kc_fail(x, -EINVAL, n, key,
-			       "%s is not an https:// URL (the API server is only spoken to over "
-			       "verified TLS)",
-			       kc_quote(q, sizeof(q), s, len));
+		return ydoc_fail(x, -EINVAL, n, key,
+				 "%s is not an https:// URL (the API server is only spoken to over "
+				 "verified TLS)",
+				 kc_quote(q, sizeof(q), s, len));
 	if (len > KC_SERVER_MAX)
-		return kc_fail(x, -EINVAL, n, key, "longer than %d bytes", KC_SERVER_MAX);
+		return ydoc_fail(x, -EINVAL, n, key, "longer than %d bytes", KC_SERVER_MAX);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c <= 0x20 || c >= 0x7f || c == '?' || c == '#' || c == '@' || c == '\\')
-			return kc_fail(x, -EINVAL, n, key,
-				       "%s: a server URL holds no blanks, userinfo, query or "
-				       "fragment",
-				       kc_quote(q, sizeof(q), s, len));
+			return ydoc_fail(x, -EINVAL, n, key,
+					 "%s: a server URL holds no blanks, userinfo, query or "
+					 "fragment",
+					 kc_quote(q, sizeof(q), s, len));
 	}
 	host = s + 8;
 	if (*host == '\0' || *host == '/' || *host == ':')
-		return kc_fail(x, -EINVAL, n, key, "%s has no host",
-			       kc_quote(q, sizeof(q), s, len));
+		return ydoc_fail(x, -EINVAL, n, key, "%s has no host",
+				 kc_quote(q, sizeof(q), s, len));
 	while (len > 8 && s[len - 1] == '/')
 		len--;
 	*ret = strndup(s, len);
@@ -541,10 +284,10 @@ void kube_config_free(struct kube_config *c)
 
 /* ---- the kubeconfig --------------------------------------------------------------- */
 
-static int kc_cluster(struct kc *x, const struct kc_node *cl, const char *path,
+static int kc_cluster(const struct ydoc *x, const struct ydoc_node *cl, const char *path,
 		      struct kube_config *c)
 {
-	const struct kc_node *server, *ca, *ca_data, *skip;
+	const struct ydoc_node *server, *ca, *ca_data, *skip;
 	char key[256], why[128];
 	int r;
 
@@ -558,17 +301,17 @@ static int kc_cluster(struct kc *x, const struct kc_node *cl, const char *path,
 		bool b = false;
 
 		snprintf(key, sizeof(key), "%s.insecure-skip-tls-verify", path);
-		r = kc_bool(x, skip, key, &b);
+		r = ydoc_bool(x, skip, key, true, &b);
 		if (r < 0)
 			return r;
 		if (b)
-			return kc_fail(x, -EINVAL, skip, key,
-				       "true is refused: TLS is always verified against the "
-				       "cluster's certificate-authority");
+			return ydoc_fail(x, -EINVAL, skip, key,
+					 "true is refused: TLS is always verified against the "
+					 "cluster's certificate-authority");
 	}
 	snprintf(key, sizeof(key), "%s.server", path);
 	if (!server)
-		return kc_fail(x, -EINVAL, cl, key, "missing");
+		return ydoc_fail(x, -EINVAL, cl, key, "missing");
 	r = kc_server(x, server, key, &c->server);
 	if (r < 0)
 		return r;
@@ -578,17 +321,17 @@ static int kc_cluster(struct kc *x, const struct kc_node *cl, const char *path,
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0)
-			return kc_fail(x, -EINVAL, ca_data, key, "not valid base64");
+			return ydoc_fail(x, -EINVAL, ca_data, key, "not valid base64");
 		if (!is_pem_certificate(c->ca_data, c->ca_len))
-			return kc_fail(x, -EINVAL, ca_data, key,
-				       "does not decode to a PEM certificate");
+			return ydoc_fail(x, -EINVAL, ca_data, key,
+					 "does not decode to a PEM certificate");
 		return 0;
 	}
 	snprintf(key, sizeof(key), "%s.certificate-authority", path);
 	if (!ca)
-		return kc_fail(x, -EINVAL, cl, key,
-			       "missing (and no certificate-authority-data): the server's "
-			       "certificate must be verified against the cluster's CA");
+		return ydoc_fail(x, -EINVAL, cl, key,
+				 "missing (and no certificate-authority-data): the server's "
+				 "certificate must be verified against the cluster's CA");
 	r = kc_path(x->file, ca->value, &c->ca_file);
 	if (r < 0)
 		return r;
@@ -596,18 +339,18 @@ static int kc_cluster(struct kc *x, const struct kc_node *cl, const char *path,
 	if (r < 0) {
 		char q[256];
 
-		return kc_fail(x, r, ca, key, "%s: %s",
-			       kc_quote(q, sizeof(q), c->ca_file, strlen(c->ca_file)), why);
+		return ydoc_fail(x, r, ca, key, "%s: %s",
+				 kc_quote(q, sizeof(q), c->ca_file, strlen(c->ca_file)), why);
 	}
 	return 0;
 }
 
-static int kc_user(struct kc *x, const struct kc_node *u, const struct kc_node *at,
+static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct ydoc_node *at,
 		   const char *path, struct kube_config *c)
 {
 	static const char *const certs[] = {"client-certificate", "client-certificate-data",
 					    "client-key", "client-key-data"};
-	const struct kc_node *token = NULL, *file = NULL;
+	const struct ydoc_node *token = NULL, *file = NULL;
 	char key[256], why[128];
 	int r;
 
@@ -624,9 +367,9 @@ static int kc_user(struct kc *x, const struct kc_node *u, const struct kc_node *
 			return r;
 		r = check_token_file(c->token_file, why, sizeof(why));
 		if (r < 0)
-			return kc_fail(x, r, file, key, "%s: %s",
-				       kc_quote(q, sizeof(q), c->token_file, strlen(c->token_file)),
-				       why);
+			return ydoc_fail(
+			    x, r, file, key, "%s: %s",
+			    kc_quote(q, sizeof(q), c->token_file, strlen(c->token_file)), why);
 		return 0;
 	}
 	if (token) {
@@ -634,53 +377,58 @@ static int kc_user(struct kc *x, const struct kc_node *u, const struct kc_node *
 
 		snprintf(key, sizeof(key), "%s.token", path);
 		if (kube_token_check(token->value, token->len, &start, &len) < 0)
-			return kc_fail(x, -EINVAL, token, key,
-				       "not a bearer token (empty, longer than %u bytes, or "
-				       "holding blanks or non-ASCII bytes)",
-				       KUBE_TOKEN_MAX);
+			return ydoc_fail(x, -EINVAL, token, key,
+					 "not a bearer token (empty, longer than %u bytes, or "
+					 "holding blanks or non-ASCII bytes)",
+					 KUBE_TOKEN_MAX);
 		c->token = strndup(token->value + start, len);
 		return c->token ? 0 : -ENOMEM;
 	}
 	for (size_t i = 0; u && i < ELEMENTSOF(certs); i++)
 		if (kc_get(u, certs[i]))
-			return kc_fail(x, -EINVAL, kc_get(u, certs[i]), path,
-				       "client certificates are not supported: give the driver's "
-				       "user a token or tokenFile (a service account token)");
+			return ydoc_fail(x, -EINVAL, kc_get(u, certs[i]), path,
+					 "client certificates are not supported: give the driver's "
+					 "user a token or tokenFile (a service account token)");
 	if (u && kc_get(u, "exec"))
-		return kc_fail(x, -EINVAL, kc_get(u, "exec"), path,
-			       "exec credential plugins are not supported: give the user a "
-			       "token or tokenFile");
+		return ydoc_fail(x, -EINVAL, kc_get(u, "exec"), path,
+				 "exec credential plugins are not supported: give the user a "
+				 "token or tokenFile");
 	if (u && kc_get(u, "auth-provider"))
-		return kc_fail(x, -EINVAL, kc_get(u, "auth-provider"), path,
-			       "auth-provider is not supported: give the user a token or "
-			       "tokenFile");
+		return ydoc_fail(x, -EINVAL, kc_get(u, "auth-provider"), path,
+				 "auth-provider is not supported: give the user a token or "
+				 "tokenFile");
 	if (u && (kc_get(u, "username") || kc_get(u, "password")))
-		return kc_fail(x, -EINVAL, u, path,
-			       "basic authentication is not supported: give the user a token "
-			       "or tokenFile");
-	return kc_fail(x, -EINVAL, u ? u : at, path, "no token or tokenFile");
+		return ydoc_fail(x, -EINVAL, u, path,
+				 "basic authentication is not supported: give the user a token "
+				 "or tokenFile");
+	return ydoc_fail(x, -EINVAL, u ? u : at, path, "no token or tokenFile");
 }
 
 int kube_config_parse(const char *buf, size_t len, const char *path, struct kube_config **ret,
 		      char *err, size_t errlen)
 {
 	_cleanup_(kube_config_freep) struct kube_config *c = NULL;
-	_cleanup_(kc_node_freep) struct kc_node *root = NULL;
-	const struct kc_node *cur, *ctx, *cl, *u = NULL, *cl_name, *u_name;
-	struct kc x = {.file = path, .buf = buf, .len = len, .err = err, .errlen = errlen};
+	static const struct ydoc_limits lim = {.max_depth = KC_DEPTH_MAX,
+					       .max_nodes = KC_NODES_MAX,
+					       .allow_tags = true,
+					       .what = "a kubeconfig",
+					       .path = "yaml"};
+	_cleanup_(ydoc_node_freep) struct ydoc_node *root = NULL;
+	const struct ydoc_node *cur, *ctx, *cl, *u = NULL, *cl_name, *u_name;
+	const struct ydoc x = {.file = path, .err = err, .errlen = errlen};
 	char ctx_path[64], cl_path[128], u_path[128];
 	int r;
 
 	if (err && errlen)
 		err[0] = '\0';
 	if (len > KUBE_CONFIG_MAX)
-		return kc_fail(&x, -EFBIG, NULL, "file", "larger than %u bytes", KUBE_CONFIG_MAX);
-	r = kc_tree(&x, &root);
+		return ydoc_fail(&x, -EFBIG, NULL, "file", "larger than %u bytes", KUBE_CONFIG_MAX);
+	r = ydoc_load(&x, buf, len, &lim, &root);
 	if (r < 0)
 		return r;
-	if (!root || root->type != KC_MAP)
-		return kc_fail(&x, -EINVAL, root, "file", "not a kubeconfig (a YAML mapping)");
-	r = kc_check_map(&x, root, "file");
+	if (!root || root->type != YDOC_MAP)
+		return ydoc_fail(&x, -EINVAL, root, "file", "not a kubeconfig (a YAML mapping)");
+	r = ydoc_map(&x, root, "file");
 	if (r < 0)
 		return r;
 	c = calloc(1, sizeof(*c));
@@ -691,7 +439,7 @@ int kube_config_parse(const char *buf, size_t len, const char *path, struct kube
 	if (r < 0)
 		return r;
 	if (!cur || cur->len == 0)
-		return kc_fail(&x, -EINVAL, NULL, "current-context", "not set");
+		return ydoc_fail(&x, -EINVAL, NULL, "current-context", "not set");
 	r = kc_find_named(&x, root, "contexts", "context", cur, "current-context", &ctx, ctx_path,
 			  sizeof(ctx_path));
 	if (r < 0)
@@ -702,7 +450,7 @@ int kube_config_parse(const char *buf, size_t len, const char *path, struct kube
 		return r;
 	if (!cl_name) {
 		snprintf(cl_path, sizeof(cl_path), "%s.cluster", ctx_path);
-		return kc_fail(&x, -EINVAL, ctx, cl_path, "missing");
+		return ydoc_fail(&x, -EINVAL, ctx, cl_path, "missing");
 	}
 	snprintf(cl_path, sizeof(cl_path), "%s.cluster", ctx_path);
 	r = kc_find_named(&x, root, "clusters", "cluster", cl_name, cl_path, &cl, cl_path,

@@ -136,6 +136,16 @@ static void test_good(void)
 		ok(!strcmp(c->ca_file + strlen(c->ca_file) - 6, "ca.crt") && c->ca_file[0] == '/',
 		   "an absolute CA path is kept");
 	kube_config_free(c);
+	c = NULL;
+
+	/* kubectl reads YAML 1.1: "no" is false there, and a tag is no reason to refuse. */
+	r = load_text("    server: !!str https://h:1\n    certificate-authority-data: " PEM_B64
+		      "\n    insecure-skip-tls-verify: no\n",
+		      "    token: t\n", &c);
+	ok(r == 0 && c, "a YAML 1.1 \"no\" and an explicit !!str tag load (%s)", err);
+	if (c)
+		EQ_STR(c->server, "https://h:1", "the tagged server is read as its text");
+	kube_config_free(c);
 }
 
 static void test_refusals(void)
@@ -172,7 +182,8 @@ static void test_refusals(void)
 		"insecure-skip-tls-verify: true is refused");
 	refused("    server: https://h:1\n    certificate-authority: ca.crt\n"
 		"    insecure-skip-tls-verify: maybe\n",
-		tok, -EINVAL, "must be true or false", "a non-boolean skip-verify is refused");
+		tok, -EINVAL, "insecure-skip-tls-verify: expected true or false, got \"maybe\"",
+		"a non-boolean skip-verify is refused, saying what it got");
 	refused(ca, "    client-certificate: c.crt\n    client-key: c.key\n", -EINVAL,
 		"client certificates are not supported: give the driver's user a token",
 		"a client-certificate-only user is refused, saying a token is needed");
@@ -190,7 +201,8 @@ static void test_refusals(void)
 		"a token that would inject a header is refused");
 	refused(ca, "    tokenFile: nope\n", -ENOENT,
 		"users[0].user.tokenFile: ", "a missing tokenFile is refused");
-	refused(ca, "    token: [a]\n", -EINVAL, "users[0].user.token: must be a string",
+	refused(ca, "    token: [a]\n", -EINVAL,
+		"users[0].user.token: expected a string, got a list",
 		"a token that is not a string is refused");
 
 	refused_raw("current-context: x\n", -EINVAL,
@@ -220,10 +232,20 @@ static void test_refusals(void)
 		    "duplicate keys are refused");
 	refused_raw("a: 1\n---\nb: 2\n", -EINVAL, "more than one YAML document",
 		    "two documents are refused");
-	refused_raw("contexts: 3\ncurrent-context: a\n", -EINVAL, "contexts: must be a list",
+	refused_raw(
+	    "current-context: a\ncurrent-context: b\n", -EINVAL,
+	    "/k/config:2:1: file: duplicate key current-context (first at line 1, column 1)",
+	    "a duplicate key is named with both places");
+	refused_raw("a: [[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]\n", -EINVAL,
+		    "/k/config:1:19: yaml: nested deeper than 16 levels", "depth is bounded");
+	refused_raw("a: *x\n", -EINVAL, "/k/config:1:4: yaml: YAML aliases are not accepted",
+		    "an alias is refused where it stands");
+	refused_raw("contexts: 3\ncurrent-context: a\n", -EINVAL,
+		    "/k/config:1:11: contexts: expected a list, got a scalar",
 		    "contexts that are not a list are refused");
 	refused_raw("current-context: a\ncontexts:\n- name: a\n  context: [1]\n", -EINVAL,
-		    "contexts[0].context: must be a mapping", "a context that is not a mapping");
+		    "/k/config:4:12: contexts[0].context: expected a mapping, got a list",
+		    "a context that is not a mapping");
 
 	r = kube_config_load("/nonexistent/kubeconfig", &c, err, sizeof(err));
 	ok(r == -ENOENT && c == NULL && has("/nonexistent/kubeconfig: No such file"),
