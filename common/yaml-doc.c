@@ -507,7 +507,7 @@ int ydoc_int(const struct ydoc *d, const struct ydoc_node *n, const char *path, 
 	for (const char *p = digits; *p; p++)
 		if (!isdigit((unsigned char)*p))
 			goto bad;
-	/* Stops past 10^18 (no overflow): far beyond any bound a caller gives. */
+	/* Stops past 10^16, far beyond any bound a caller gives: no overflow. */
 	for (const char *p = digits; *p && v <= 1000000000000000LL; p++)
 		v = v * 10 + (*p - '0');
 	if (s[0] == '-')

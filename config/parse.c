@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The config file parser: libyaml events -> a small bounded tree (so every value keeps
- * its line and column and checks may look at a whole mapping) -> struct cfg.
+ * The config file parser: one bounded YAML document as a tree (common yaml-doc.h: every
+ * value keeps its line and column and checks may look at a whole mapping) -> struct cfg.
  */
 #include <ctype.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "cdi.h"
