@@ -2,14 +2,16 @@
 /*
  * bridge_run(): the daemon of `rdma-cdi bridge`, on one sd-event loop.
  *
- * It owns the spec file and the lifecycle, and wires the parts together:
+ * It owns the spec file, runs on the daemon core it shares with the DRA driver (daemon.h:
+ * the loop, signals, scans, the config in force and its reload, the spec keeper, the
+ * lifecycle), and wires the parts together:
  *   - the Sysfs Watcher (discovery/follow.h) hands it every new scan: hotplug through
  *     inotify on <dev-root>/infiniband, the periodic rescan, SIGHUP;
  *   - one plugin (plugin.h) per pool: its socket, registration and device table;
  *   - the plugin directory (libinotifytools, common/loop.h): kubelet.sock created ->
  *     register; one of our sockets deleted -> serve again and register (a kubelet
  *     restart deletes every socket there, then creates kubelet.sock);
- *   - signals (sd-event signal sources): SIGTERM/SIGINT stop, SIGHUP rescans and resends.
+ *   - signals (daemon.h): SIGTERM/SIGINT stop, SIGHUP rescans and resends.
  *
  * Order of a change: devices that leave, and every health change, are published first
  * (the table is built from the new scan but only with devices the spec on disk
@@ -18,12 +20,9 @@
  * logged with its fix, and the write is retried.
  */
 #include <malloc.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-
-#include <systemd/sd-daemon.h>
 
 #include "build-config.h"
 #include "daemon.h"
@@ -386,41 +385,18 @@ static int setup_plugin_dir(struct bridge *b)
 {
 	const char *dir = b->o->plugin_dir ? b->o->plugin_dir : BRIDGE_DEFAULT_PLUGIN_DIR;
 	struct sockaddr_un sa;
-	struct stat st;
 	int r;
 
-	if (dir[0] == '/') {
-		b->plugin_dir = strdup(dir);
-	} else {
-		_cleanup_free_ char *cwd = getcwd(NULL, 0);
-
-		if (!cwd)
-			return log_error_errno(-errno, "getcwd failed");
-		b->plugin_dir = strdup_printf("%s/%s", cwd, dir);
-	}
-	if (!b->plugin_dir)
-		return -ENOMEM;
-	/* Trailing slashes would make "dir//rdma-cdi_....sock". */
-	for (size_t l = strlen(b->plugin_dir); l > 1 && b->plugin_dir[l - 1] == '/'; l--)
-		b->plugin_dir[l - 1] = '\0';
+	r = daemon_absolute_dir(dir, &b->plugin_dir);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return log_error_errno(r, "getcwd failed");
 	if (strlen(b->plugin_dir) + sizeof("/" BRIDGE_KUBELET_SOCKET) > sizeof(sa.sun_path) ||
 	    strlen(b->plugin_dir) + sizeof("/rdma-cdi_0123456789abcdef.sock") > sizeof(sa.sun_path))
 		return log_error_errno(-ENAMETOOLONG, "plugin directory %s: socket paths too long",
 				       b->plugin_dir);
-
-	if (stat(b->plugin_dir, &st) < 0) {
-		if (errno != ENOENT)
-			return log_error_errno(-errno, "plugin directory %s", b->plugin_dir);
-		/* The kubelet creates it 0750 too; we may simply be first. */
-		r = mkdir_all(b->plugin_dir, 0750);
-		if (r < 0)
-			return log_error_errno(r, "cannot create plugin directory %s",
-					       b->plugin_dir);
-		log_info("created plugin directory %s", b->plugin_dir);
-	} else if (!S_ISDIR(st.st_mode)) {
-		return log_error_errno(-ENOTDIR, "plugin directory %s", b->plugin_dir);
-	}
-	return 0;
+	return daemon_socket_dir("plugin directory", b->plugin_dir);
 }
 
 static int check_options(const struct bridge_options *o)
@@ -716,15 +692,5 @@ int bridge_run(const struct bridge_options *o)
 	r = check_options(o);
 	if (r < 0)
 		return r;
-	return daemon_run(&b.dm,
-			  &(struct daemon_options){
-			      .disc = o->disc,
-			      .spec = o->spec,
-			      .spec_dir = o->spec_dir,
-			      .config_path = o->config_path,
-			      .config_explicit = o->config_explicit,
-			      .rescan_interval = o->rescan_interval,
-			      .default_rescan_sec = BRIDGE_DEFAULT_RESCAN_SEC,
-			  },
-			  &ops, &b);
+	return daemon_run(&b.dm, &DAEMON_OPTIONS_OF(o, BRIDGE_DEFAULT_RESCAN_SEC), &ops, &b);
 }

@@ -5,6 +5,8 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -14,6 +16,48 @@
 #include "keeper.h"
 #include "loop.h"
 #include "watch.h"
+
+/* ---- directories ------------------------------------------------------------------------ */
+
+int daemon_absolute_dir(const char *dir, char **ret)
+{
+	char *p;
+
+	if (dir[0] == '/') {
+		p = strdup(dir);
+	} else {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+		if (!cwd)
+			return -errno;
+		p = strdup_printf("%s/%s", cwd, dir);
+	}
+	if (!p)
+		return -ENOMEM;
+	for (size_t l = strlen(p); l > 1 && p[l - 1] == '/'; l--)
+		p[l - 1] = '\0';
+	*ret = p;
+	return 0;
+}
+
+int daemon_socket_dir(const char *what, const char *dir)
+{
+	struct stat st;
+	int r;
+
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return log_error_errno(-ENOTDIR, "%s %s", what, dir);
+		return 0;
+	}
+	if (errno != ENOENT)
+		return log_error_errno(-errno, "%s %s", what, dir);
+	r = mkdir_all(dir, 0750);
+	if (r < 0)
+		return log_error_errno(r, "cannot create %s %s", what, dir);
+	log_info("created %s %s", what, dir);
+	return 0;
+}
 
 /* ---- the spec settings ------------------------------------------------------------------ */
 

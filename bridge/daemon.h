@@ -31,6 +31,12 @@
 #include "follow.h"
 #include "specs.h"
 
+struct cfg_watch;
+struct gc_runtime;
+struct mailbox;
+struct fswatch;
+struct spec_keeper;
+
 #define DAEMON_EXIT_WAIT_USEC (3 * 1000000ULL) /* for server shutdowns to complete at exit */
 
 /* What the daemon's options say for the core (bridge_options, dra_options). */
@@ -43,6 +49,18 @@ struct daemon_options {
 	int rescan_interval;	  /* seconds; 0 = default_rescan_sec, < 0 none */
 	int default_rescan_sec;
 };
+
+/* The core's options from a daemon's own (bridge_options, dra_options: the same fields). */
+#define DAEMON_OPTIONS_OF(opts, default_sec)                                                       \
+	((struct daemon_options){                                                                  \
+	    .disc = (opts)->disc,                                                                  \
+	    .spec = (opts)->spec,                                                                  \
+	    .spec_dir = (opts)->spec_dir,                                                          \
+	    .config_path = (opts)->config_path,                                                    \
+	    .config_explicit = (opts)->config_explicit,                                            \
+	    .rescan_interval = (opts)->rescan_interval,                                            \
+	    .default_rescan_sec = (default_sec),                                                   \
+	})
 
 /* The daemon's part; userdata is what daemon_run() was given. Optional where marked. */
 struct daemon_ops {
@@ -122,6 +140,17 @@ int daemon_open(struct daemon *dm);
 int daemon_load_config(struct daemon *dm);
 /* Within ops->setup, last: the Sysfs Watcher; its first scan follows on the loop. */
 int daemon_follow(struct daemon *dm);
+
+/* An absolute copy of dir (a relative one is taken from the working directory) without
+ * trailing slashes ("dir/" would make "dir//x.sock"). 0, -ENOMEM, or getcwd()'s -errno. */
+int daemon_absolute_dir(const char *dir, char **ret);
+/*
+ * Makes sure the absolute dir for the kubelet's sockets is a directory, creating it 0750
+ * when missing (as the kubelet does: we may simply be first). what names it in the log:
+ * "created <what> <dir>", and each failure ("cannot create <what> <dir>", "<what> <dir>"
+ * with the errno). 0 or -errno.
+ */
+int daemon_socket_dir(const char *what, const char *dir);
 
 /* Begins stopping with exit_code (0, or -errno when something failed); once only. */
 void daemon_stop(struct daemon *dm, int exit_code);

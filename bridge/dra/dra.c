@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * dra_run(): the daemon of `rdma-cdi dra`, on one sd-event loop, built like the bridge's
- * (bridge.c) from the same pieces:
+ * dra_run(): the daemon of `rdma-cdi dra`, on one sd-event loop, on the daemon core it
+ * shares with the bridge (daemon.h: loop, signals, scans, config reload, keeper, stopping),
+ * from the same pieces:
  *   - the Sysfs Watcher (discovery/follow.h): hotplug, the periodic rescan, SIGHUP;
  *   - the config in force (config/watch.h): pools select what is published, and an edit
  *     applies at once (an invalid one is refused, the previous config stays);
@@ -22,13 +23,9 @@
  */
 #include <dirent.h>
 #include <malloc.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
-
-#include <systemd/sd-daemon.h>
 
 #include "dra.h"
 #include "daemon.h"
@@ -763,45 +760,14 @@ static void on_config_applied(void *userdata)
 /* ---- setup ------------------------------------------------------------------------------------
  */
 
-/* An absolute copy of dir without trailing slashes. */
-static char *absolute_dir(const char *dir)
-{
-	char *p;
-
-	if (dir[0] == '/') {
-		p = strdup(dir);
-	} else {
-		_cleanup_free_ char *cwd = getcwd(NULL, 0);
-
-		p = cwd ? strdup_printf("%s/%s", cwd, dir) : NULL;
-	}
-	for (size_t l = p ? strlen(p) : 0; l > 1 && p[l - 1] == '/'; l--)
-		p[l - 1] = '\0';
-	return p;
-}
-
-/* The kubelet creates these 0750 too; we may simply be first. */
 static int setup_dir(const char *what, const char *dir, const char *socket_name)
 {
 	struct sockaddr_un sa;
-	struct stat st;
-	int r;
 
 	if (strlen(dir) + 1 + strlen(socket_name) >= sizeof(sa.sun_path))
 		return log_error_errno(-ENAMETOOLONG, "%s %s: socket path %s/%s too long", what,
 				       dir, dir, socket_name);
-	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode))
-			return log_error_errno(-ENOTDIR, "%s %s", what, dir);
-		return 0;
-	}
-	if (errno != ENOENT)
-		return log_error_errno(-errno, "%s %s", what, dir);
-	r = mkdir_all(dir, 0750);
-	if (r < 0)
-		return log_error_errno(r, "cannot create %s %s", what, dir);
-	log_info("created %s %s", what, dir);
-	return 0;
+	return daemon_socket_dir(what, dir);
 }
 
 static int setup_dirs(struct dra *d)
@@ -814,10 +780,9 @@ static int setup_dirs(struct dra *d)
 
 	if (!reg_sock || !def_plugin)
 		return log_error_errno(-ENOMEM, "out of memory");
-	d->plugin_dir = absolute_dir(o->plugin_dir ? o->plugin_dir : def_plugin);
-	d->registry_dir =
-	    absolute_dir(o->registry_dir ? o->registry_dir : DRA_DEFAULT_REGISTRY_DIR);
-	if (!d->plugin_dir || !d->registry_dir)
+	if (daemon_absolute_dir(o->plugin_dir ? o->plugin_dir : def_plugin, &d->plugin_dir) < 0 ||
+	    daemon_absolute_dir(o->registry_dir ? o->registry_dir : DRA_DEFAULT_REGISTRY_DIR,
+				&d->registry_dir) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
 	r = setup_dir("plugin directory", d->plugin_dir, DRA_SOCKET_NAME);
 	if (r >= 0)
@@ -1020,15 +985,5 @@ int dra_run(const struct dra_options *o)
 		return r;
 	d.driver = o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER;
 	d.node_name = o->node_name;
-	return daemon_run(&d.dm,
-			  &(struct daemon_options){
-			      .disc = o->disc,
-			      .spec = o->spec,
-			      .spec_dir = o->spec_dir,
-			      .config_path = o->config_path,
-			      .config_explicit = o->config_explicit,
-			      .rescan_interval = o->rescan_interval,
-			      .default_rescan_sec = DRA_DEFAULT_RESCAN_SEC,
-			  },
-			  &ops, &d);
+	return daemon_run(&d.dm, &DAEMON_OPTIONS_OF(o, DRA_DEFAULT_RESCAN_SEC), &ops, &d);
 }
