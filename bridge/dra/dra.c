@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * dra_run(): the daemon of `rdma-cdi dra`, on one sd-event loop, built like the bridge's
- * (bridge.c) from the same pieces:
+ * dra_run(): the daemon of `rdma-cdi dra`, on one sd-event loop, on the daemon core it
+ * shares with the bridge (daemon.h: loop, signals, scans, config reload, keeper, stopping),
+ * from the same pieces:
  *   - the Sysfs Watcher (discovery/follow.h): hotplug, the periodic rescan, SIGHUP;
  *   - the config in force (config/watch.h): pools select what is published, and an edit
  *     applies at once (an invalid one is refused, the previous config stays);
@@ -22,25 +23,20 @@
  */
 #include <dirent.h>
 #include <malloc.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 
-#include <systemd/sd-daemon.h>
-
 #include "dra.h"
+#include "daemon.h"
 #include "follow.h"
 #include "keeper.h"
-#include "watch.h"
 #include "kube.h"
 #include "inventory.h"
 #include "slices.h"
 #include "claims.h"
 #include "service.h"
 
-#define EXIT_WAIT_USEC (3 * 1000000ULL) /* for server shutdowns to complete at exit */
 #define DRA_DEFAULT_RESCAN_SEC 5
 #define CLAIM_GET_TIMEOUT_MS 10000 /* well inside the kubelet's 45 s per call */
 #define DNS_SUBDOMAIN_MAX 253
@@ -76,18 +72,7 @@ struct dra {
 	const struct dra_options *o;
 	const char *driver, *node_name;
 	char *plugin_dir, *registry_dir;
-	sd_event *loop;
-	struct mailbox *mb;
-	struct fswatch *fw;
-	struct gc_runtime *rt;
-	struct disc_follow *follow;
-	/* The config in force and what it makes of the flags. */
-	struct cfg *cfg;
-	struct cfg_watch *cfg_watch;
-	const char *cfg_path;
-	struct spec_options spec;
-	const char *spec_dir;
-	bool pools_loud;
+	struct daemon dm; /* loop, signals, watcher, the config in force, keeper, stopping */
 	/* The device names of the spec we last wrote or found up to date, sorted: only
 	 * they are needed, and the spec's tree costs megabytes at 2,000 devices. */
 	struct spec_names *spec_on_disk;
@@ -104,10 +89,6 @@ struct dra {
 	struct health_entry *health;
 	size_t n_health;
 	bool health_sent;
-	bool first_done, stopping;
-	sd_event_source *stop_tick;
-	uint64_t stop_until;
-	int exit_code;
 };
 
 /* ---- names ------------------------------------------------------------------------------- */
@@ -249,8 +230,6 @@ static void publish_health(struct dra *d)
 
 /* ---- applying a scan --------------------------------------------------------------------- */
 
-static void begin_stop(struct dra *d, int exit_code);
-
 struct spec_names {
 	size_t n;
 	char *names[];
@@ -336,9 +315,9 @@ static bool write_spec(struct dra *d, const struct disc_node *node)
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	int r;
 
-	r = spec_build(node, &d->spec, &spec);
+	r = spec_build(node, &d->dm.spec, &spec);
 	if (r == -ENODEV) {
-		if (!d->first_done)
+		if (!d->dm.first_done)
 			log_warning("no usable RDMA device found: publishing none, CDI spec left "
 				    "as is");
 		return true; /* nothing to resolve */
@@ -347,7 +326,7 @@ static bool write_spec(struct dra *d, const struct disc_node *node)
 		log_error_errno(r, "building the CDI spec failed");
 		return false;
 	}
-	if (!spec_keeper_write(d->keeper, spec, disc_node_count_usable(node)))
+	if (!spec_keeper_write(d->dm.keeper, spec, disc_node_count_usable(node)))
 		return false;
 	spec_names_free(d->spec_on_disk);
 	/* Out of memory: no name resolves, so a later failed write publishes none. */
@@ -361,26 +340,15 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	struct dra_inventory *inv = NULL;
-	char err[512] = "";
 	bool on_disk;
 	int r;
 
-	r = cfg_assign(d->cfg, node, &a, err, sizeof(err));
-	if (r < 0) {
-		log_error("%s; the slices stay as they were", err[0] ? err : strerror(-r));
+	if (daemon_assign(&d->dm, node, "the slices stay as they were", &a) < 0)
 		return;
-	}
-	for (size_t i = 0; i < a->n_warnings; i++) {
-		if (d->pools_loud)
-			log_warning("%s", a->warnings[i]);
-		else
-			log_debug("%s", a->warnings[i]);
-	}
-	d->pools_loud = false;
 	if (write)
 		d->spec_ok = write_spec(d, node);
 	on_disk = d->spec_ok; /* unchanged node: as the spec was last judged */
-	r = dra_inventory_build(node, d->cfg, a, d->spec.kind, &inv);
+	r = dra_inventory_build(node, d->dm.cfg, a, d->dm.spec.kind, &inv);
 	if (r < 0) {
 		log_error_errno(r, "building the device inventory failed");
 		return;
@@ -389,54 +357,18 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 		inventory_keep_resolvable(inv, d->spec_on_disk);
 	dra_inventory_free(d->inv);
 	d->inv = inv;
-	d->first_done = true;
+	d->dm.first_done = true;
 	if (!write)
 		return; /* the same node and config make the same slices and health */
 	publish(d);
 	malloc_trim(0);
 }
 
-static void on_spec_retry(void *userdata)
+/* A scan, the node again (changed false: the inventory points into the previous scan,
+ * which goes now), a spec write due again or a new config (daemon.h). */
+static void on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)
 {
-	struct dra *d = userdata;
-
-	if (!d->stopping && disc_follow_node(d->follow))
-		apply(d, disc_follow_node(d->follow), true);
-}
-
-static void log_change(void *userdata, enum disc_change what, const struct disc_device *dev,
-		       const char *reason)
-{
-	disc_log_change(what, dev, reason);
-}
-
-static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,
-		    int error, enum disc_follow_reason reason)
-{
-	struct dra *d = userdata;
-	bool loud = reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST;
-
-	d->pools_loud |= loud;
-	if (error < 0 && !d->first_done) {
-		begin_stop(d, error); /* the first scan must work */
-		return;
-	}
-	if (error < 0 || !node)
-		return; /* logged; the last good snapshot stays in force */
-	for (size_t i = 0; i < node->n_problems; i++) {
-		if (loud)
-			log_warning("%s", node->problems[i]);
-		else
-			log_debug("%s", node->problems[i]);
-	}
-	if (prev && reason != DISC_FOLLOW_REQUEST && disc_node_equal(prev, node)) {
-		/* Nothing changed, but the inventory points into prev, which goes now. */
-		apply(d, node, false);
-		return;
-	}
-	if (prev)
-		disc_node_changes(prev, node, log_change, d);
-	apply(d, node, true);
+	apply(userdata, node, changed);
 }
 
 /* ---- claims: NodePrepareResources ---------------------------------------------------------- */
@@ -557,7 +489,7 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		return;
 	}
 	if (spec) {
-		r = dra_claim_spec_write(d->spec_dir, d->driver, ref->uid, spec, &file, err,
+		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, ref->uid, spec, &file, err,
 					 sizeof(err));
 		if (r < 0) {
 			dra_prepared_claim_free(p);
@@ -574,7 +506,7 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		r = dra_checkpoint_add(d->ckpt, p); /* takes p, also when it fails */
 		if (r < 0) {
 			if (f)
-				(void)dra_claim_spec_remove(d->spec_dir, d->driver, ref->uid, f,
+				(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f,
 							    err, sizeof(err));
 			batch_fail(b, i, "recording the claim failed: %s", strerror(-r));
 			return;
@@ -587,7 +519,7 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 
 		(void)dra_checkpoint_remove(d->ckpt, ref->uid);
 		if (f)
-			(void)dra_claim_spec_remove(d->spec_dir, d->driver, ref->uid, f, err2,
+			(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f, err2,
 						    sizeof(err2));
 		batch_fail(b, i, "saving the checkpoint failed: %s", err[0] ? err : strerror(-r));
 		return;
@@ -697,7 +629,7 @@ static int unprepare_one(struct dra *d, const char *uid, char *err, size_t errle
 	if (!p) /* never prepared, or done before: success, once the file agrees */
 		return d->ckpt_dirty ? save_checkpoint(d, err, errlen) : 0;
 	/* The spec dir in force: a config that moved it since leaves the file behind. */
-	r = dra_claim_spec_remove(d->spec_dir, d->driver, uid, p->spec_file, err, errlen);
+	r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, err, errlen);
 	if (r == -EEXIST) {
 		log_warning("claim %s: %s is not a spec of ours, left in place, ignoring", uid,
 			    p->spec_file);
@@ -739,7 +671,7 @@ static void on_batch(void *userdata, struct dra_batch *b)
 {
 	struct dra *d = userdata;
 
-	if (d->stopping) {
+	if (d->dm.stopping) {
 		for (size_t i = 0; i < dra_batch_n_claims(b); i++)
 			batch_fail(b, i, "the DRA driver is stopping");
 		dra_batch_finish(b);
@@ -779,219 +711,63 @@ static void fail_pending_batches(struct dra *d)
 
 /* ---- stopping -------------------------------------------------------------------------------- */
 
-static int on_stop_tick(sd_event_source *s, uint64_t usec, void *userdata)
+/* Stops serving and talking (daemon.h). The slices stay: the kubelet removes them after
+ * deregistration. */
+static void stop_serving(void *userdata)
 {
 	struct dra *d = userdata;
-	uint64_t now = 0;
 
-	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
-	if (gc_runtime_idle(d->rt) || now >= d->stop_until) {
-		sd_event_exit(d->loop, 0);
-		return 0;
-	}
-	return sd_event_source_set_time_relative(s, 5000) < 0
-		   ? sd_event_exit(d->loop, 0)
-		   : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-}
-
-/* Stops serving and talking; the loop exits once every gRPC instance is gone (or after
- * EXIT_WAIT_USEC). The slices stay: the kubelet removes them after deregistration. */
-static void begin_stop(struct dra *d, int exit_code)
-{
-	if (d->stopping)
-		return;
-	d->stopping = true;
-	d->exit_code = exit_code;
-	disc_follow_free(d->follow);
-	d->follow = NULL;
-	cfg_watch_free(d->cfg_watch);
-	d->cfg_watch = NULL;
 	fail_pending_batches(d);
 	dra_service_free(d->svc);
 	d->svc = NULL;
 	dra_publisher_free(d->pub);
 	d->pub = NULL;
-	sd_event_now(d->loop, CLOCK_MONOTONIC, &d->stop_until);
-	d->stop_until += EXIT_WAIT_USEC;
-	if (sd_event_add_time_relative(d->loop, &d->stop_tick, CLOCK_MONOTONIC, 0, 1000,
-				       on_stop_tick, d) < 0)
-		sd_event_exit(d->loop, 0);
-}
-
-static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
-{
-	struct dra *d = userdata;
-
-	if (si->ssi_signo == SIGHUP) {
-		log_info("SIGHUP: rescanning");
-		disc_follow_rescan(d->follow, DISC_FOLLOW_REQUEST);
-		return 0;
-	}
-	log_info("SIG%s: stopping", sigabbrev_np((int)si->ssi_signo));
-	begin_stop(d, 0);
-	return 0;
 }
 
 /* ---- the config in force ------------------------------------------------------------------- */
 
-/* Flags first, then the file, then the defaults. */
-static void settings_from(struct dra *d, const struct cfg *c)
-{
-	const struct dra_options *o = d->o;
-
-	d->spec = o->spec;
-	if (!d->spec.kind)
-		d->spec.kind = c->kind ? c->kind : SPEC_DEFAULT_KIND;
-	if (!d->spec.memlock)
-		d->spec.memlock = c->memlock;
-	d->spec.with_mad = o->spec.with_mad || c->with_mad == 1;
-	d->spec_dir = o->spec_dir ? o->spec_dir : c->spec_dir ? c->spec_dir : SPEC_DYNAMIC_DIR;
-}
-
-static int new_keeper(struct dra *d)
-{
-	spec_keeper_free(d->keeper);
-	d->keeper = NULL;
-	return spec_keeper_new(d->loop,
-			       &(struct spec_keeper_config){
-				   .wo = {.spec_dir = d->spec_dir, .format = CDI_FORMAT_JSON},
-				   .retry = on_spec_retry,
-				   .userdata = d,
-			       },
-			       &d->keeper);
-}
-
 static void log_pools(struct dra *d)
 {
-	for (size_t i = 0; i < d->cfg->n_pools; i++) {
-		const struct cfg_pool *p = &d->cfg->pools[i];
+	for (size_t i = 0; i < d->dm.cfg->n_pools; i++) {
+		const struct cfg_pool *p = &d->dm.cfg->pools[i];
 
 		log_info("pool %s: %s%s", p->resource_name, cfg_mode_to_string(p->mode),
 			 p->nccl_env ? ", ncclEnv" : "");
 	}
 }
 
-/* A new valid config while running: what is published follows at once. */
-static void on_config(void *userdata, struct cfg *c, const char *err)
+/* A new valid config while running (daemon.h): what is published follows at once. */
+static void on_config_adopt(void *userdata, bool spec_moved)
 {
 	struct dra *d = userdata;
-	_cleanup_(cfg_freep) struct cfg *nc = c;
-	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
-	const struct disc_node *node = disc_follow_node(d->follow);
-	_cleanup_free_ char *old_kind = NULL, *old_dir = NULL;
-	char why[512] = "";
-	int r;
 
-	if (d->stopping)
-		return;
-	if (!nc) {
-		log_error("config %s rejected, the previous config stays in force: %s", d->cfg_path,
-			  err);
-		return;
-	}
-	if (node) {
-		r = cfg_assign(nc, node, &a, why, sizeof(why));
-		if (r < 0) {
-			log_error("config %s rejected, the previous config stays in force: %s",
-				  d->cfg_path, why[0] ? why : strerror(-r));
-			return;
-		}
-	}
-	old_kind = strdup(d->spec.kind);
-	old_dir = strdup(d->spec_dir);
-	settings_from(d, nc);
-	if (!old_kind || !old_dir || strcmp(old_kind, d->spec.kind) != 0 ||
-	    strcmp(old_dir, d->spec_dir) != 0) {
+	if (spec_moved) {
 		spec_names_free(d->spec_on_disk); /* other names or another file */
 		d->spec_on_disk = NULL;
 	}
 	dra_inventory_free(d->inv); /* it points into the old config */
 	d->inv = NULL;
-	cfg_free(d->cfg);
-	d->cfg = TAKE_PTR(nc);
-	if (new_keeper(d) < 0)
-		log_error("out of memory renewing the spec keeper");
-	log_info("config %s applied: %zu pool(s)", d->cfg_path, d->cfg->n_pools);
-	log_pools(d);
-	d->pools_loud = true;
-	if (node)
-		apply(d, node, true);
 }
 
-static int load_config(struct dra *d)
+static void on_config_applied(void *userdata)
 {
-	const struct dra_options *o = d->o;
-	char err[512] = "";
-	int r;
+	struct dra *d = userdata;
 
-	d->cfg_path = o->config_path ? o->config_path : CFG_DEFAULT_PATH;
-	r = cfg_watch_new(d->loop, d->fw, d->cfg_path, on_config, d, &d->cfg, err, sizeof(err),
-			  &d->cfg_watch);
-	if (r == -ENOENT && !o->config_explicit)
-		log_info("no config directory for %s: using the defaults, not watching",
-			 d->cfg_path);
-	else if (r < 0)
-		return log_error_errno(r, "config %s: %s", d->cfg_path, err);
-	else if (!d->cfg && o->config_explicit)
-		return log_error_errno(-ENOENT, "config %s does not exist", d->cfg_path);
-	if (!d->cfg) {
-		r = cfg_default(&d->cfg);
-		if (r < 0)
-			return log_error_errno(r, "out of memory");
-		if (d->cfg_watch)
-			log_info("%s does not exist: using the defaults (creating it applies it)",
-				 d->cfg_path);
-	} else {
-		log_info("config %s loaded (%zu pool(s))", d->cfg_path, d->cfg->n_pools);
-	}
-	settings_from(d, d->cfg);
+	log_info("config %s applied: %zu pool(s)", d->dm.cfg_path, d->dm.cfg->n_pools);
 	log_pools(d);
-	d->pools_loud = true;
-	return 0;
 }
 
 /* ---- setup ------------------------------------------------------------------------------------
  */
 
-/* An absolute copy of dir without trailing slashes. */
-static char *absolute_dir(const char *dir)
-{
-	char *p;
-
-	if (dir[0] == '/') {
-		p = strdup(dir);
-	} else {
-		_cleanup_free_ char *cwd = getcwd(NULL, 0);
-
-		p = cwd ? strdup_printf("%s/%s", cwd, dir) : NULL;
-	}
-	for (size_t l = p ? strlen(p) : 0; l > 1 && p[l - 1] == '/'; l--)
-		p[l - 1] = '\0';
-	return p;
-}
-
-/* The kubelet creates these 0750 too; we may simply be first. */
 static int setup_dir(const char *what, const char *dir, const char *socket_name)
 {
 	struct sockaddr_un sa;
-	struct stat st;
-	int r;
 
 	if (strlen(dir) + 1 + strlen(socket_name) >= sizeof(sa.sun_path))
 		return log_error_errno(-ENAMETOOLONG, "%s %s: socket path %s/%s too long", what,
 				       dir, dir, socket_name);
-	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode))
-			return log_error_errno(-ENOTDIR, "%s %s", what, dir);
-		return 0;
-	}
-	if (errno != ENOENT)
-		return log_error_errno(-errno, "%s %s", what, dir);
-	r = mkdir_all(dir, 0750);
-	if (r < 0)
-		return log_error_errno(r, "cannot create %s %s", what, dir);
-	log_info("created %s %s", what, dir);
-	return 0;
+	return daemon_socket_dir(what, dir);
 }
 
 static int setup_dirs(struct dra *d)
@@ -1004,10 +780,9 @@ static int setup_dirs(struct dra *d)
 
 	if (!reg_sock || !def_plugin)
 		return log_error_errno(-ENOMEM, "out of memory");
-	d->plugin_dir = absolute_dir(o->plugin_dir ? o->plugin_dir : def_plugin);
-	d->registry_dir =
-	    absolute_dir(o->registry_dir ? o->registry_dir : DRA_DEFAULT_REGISTRY_DIR);
-	if (!d->plugin_dir || !d->registry_dir)
+	if (daemon_absolute_dir(o->plugin_dir ? o->plugin_dir : def_plugin, &d->plugin_dir) < 0 ||
+	    daemon_absolute_dir(o->registry_dir ? o->registry_dir : DRA_DEFAULT_REGISTRY_DIR,
+				&d->registry_dir) < 0)
 		return log_error_errno(-ENOMEM, "out of memory");
 	r = setup_dir("plugin directory", d->plugin_dir, DRA_SOCKET_NAME);
 	if (r >= 0)
@@ -1030,10 +805,10 @@ static int setup_kube(struct dra *d)
 				       o->kubeconfig ? "--kubeconfig" : "in-cluster",
 				       err[0] ? err : strerror(-r));
 	log_info("API server %s (credentials: %s)", d->kcfg->server, d->kcfg->source);
-	r = kube_client_new(d->loop, d->kcfg, &d->kube);
+	r = kube_client_new(d->dm.loop, d->kcfg, &d->kube);
 	if (r < 0)
 		return log_error_errno(r, "creating the API server client failed");
-	r = dra_publisher_new(d->loop,
+	r = dra_publisher_new(d->dm.loop,
 			      &(struct dra_publisher_config){
 				  .driver = d->driver,
 				  .node_name = d->node_name,
@@ -1063,7 +838,7 @@ static int load_checkpoint(struct dra *d)
 				       "using them lose nothing, but their claim specs in %s "
 				       "stay until removed by hand)",
 				       d->plugin_dir, DRA_CHECKPOINT_NAME,
-				       err[0] ? err : strerror(-r), d->spec_dir);
+				       err[0] ? err : strerror(-r), d->dm.spec_dir);
 	if (r < 0)
 		return log_error_errno(r, "loading the checkpoint %s/%s failed: %s", d->plugin_dir,
 				       DRA_CHECKPOINT_NAME, err[0] ? err : strerror(-r));
@@ -1078,7 +853,7 @@ static int load_checkpoint(struct dra *d)
  */
 static void remove_orphan_claim_specs(struct dra *d)
 {
-	_cleanup_closedir_ DIR *dir = opendir(d->spec_dir);
+	_cleanup_closedir_ DIR *dir = opendir(d->dm.spec_dir);
 	_cleanup_free_ char *prefix = strdup_printf("%s-" DRA_CLAIM_KIND_CLASS "_", d->driver);
 	struct dirent *de;
 
@@ -1095,80 +870,43 @@ static void remove_orphan_claim_specs(struct dra *d)
 		uid[l - pl - 5] = '\0';
 		if (dra_checkpoint_find(d->ckpt, uid))
 			continue;
-		if (dra_claim_spec_remove(d->spec_dir, d->driver, uid, de->d_name, err,
+		if (dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, de->d_name, err,
 					  sizeof(err)) > 0)
 			log_info("removed %s/%s: a claim spec no checkpoint entry holds",
-				 d->spec_dir, de->d_name);
+				 d->dm.spec_dir, de->d_name);
 	}
 }
 
-static int setup(struct dra *d)
+static int setup(void *userdata)
 {
-	const struct dra_options *o = d->o;
-	int interval = o->rescan_interval == 0 ? DRA_DEFAULT_RESCAN_SEC : o->rescan_interval;
+	struct dra *d = userdata;
 	int r;
 
 	r = setup_dirs(d);
 	if (r < 0)
 		return r;
-	r = sd_event_new(&d->loop);
-	if (r < 0)
-		return log_error_errno(r, "creating the event loop failed");
-	for (int sig = SIGHUP; sig <= SIGTERM; sig++)
-		if (sig == SIGHUP || sig == SIGINT || sig == SIGTERM) {
-			r = sd_event_add_signal(d->loop, NULL, sig, on_signal, d);
-			if (r < 0)
-				return log_error_errno(r, "watching signals failed");
-		}
-	r = mailbox_new(d->loop, &d->mb);
-	if (r >= 0)
-		r = fswatch_new(d->loop, &d->fw);
-	if (r < 0)
-		return log_error_errno(r, "inotify initialisation failed");
-	r = gc_runtime_new(d->mb, &d->rt);
-	if (r < 0)
-		return log_error_errno(r, "starting gRPC failed");
-	r = load_config(d);
+	r = daemon_open(&d->dm);
 	if (r < 0)
 		return r;
+	r = daemon_load_config(&d->dm);
+	if (r < 0)
+		return r;
+	log_pools(d);
 	r = load_checkpoint(d);
 	if (r < 0)
 		return r;
 	remove_orphan_claim_specs(d);
-	r = new_keeper(d);
-	if (r < 0)
-		return log_error_errno(r, "out of memory");
 	r = setup_kube(d);
 	if (r < 0)
 		return r;
-	r = disc_follow_new(d->loop, d->mb, d->fw,
-			    &(struct disc_follow_config){
-				.disc = o->disc,
-				.interval_sec = interval > 0 ? interval : 0,
-				.fn = on_scan,
-				.userdata = d,
-			    },
-			    &d->follow);
-	if (r < 0)
-		return log_error_errno(r, "starting the sysfs watcher failed");
-	return 0;
+	return daemon_follow(&d->dm);
 }
 
-/* The first scan, before the kubelet is served: nothing is prepared from nothing. */
-static int first_scan(struct dra *d)
+/* After the first scan, the kubelet is served: nothing is prepared from nothing. */
+static int start_service(void *userdata)
 {
-	while (!d->first_done && !d->stopping) {
-		int r = sd_event_run(d->loop, UINT64_MAX);
-
-		if (r < 0)
-			return log_error_errno(r, "event loop failed");
-	}
-	return d->stopping ? 1 : 0;
-}
-
-static int start_service(struct dra *d)
-{
-	int r = dra_service_start(d->loop, d->mb, d->fw, d->rt,
+	struct dra *d = userdata;
+	int r = dra_service_start(d->dm.loop, d->dm.mb, d->dm.fw, d->dm.rt,
 				  &(struct dra_service_config){
 				      .driver = d->driver,
 				      .registry_dir = d->registry_dir,
@@ -1186,31 +924,23 @@ static int start_service(struct dra *d)
 	return 0;
 }
 
-static void teardown(struct dra *d)
+static void teardown_servers(void *userdata)
 {
-	disc_follow_free(d->follow);
-	cfg_watch_free(d->cfg_watch);
-	d->cfg_watch = NULL;
-	fail_pending_batches(d);
-	dra_service_free(d->svc);
-	dra_publisher_free(d->pub);
+	struct dra *d = userdata;
+
+	stop_serving(d);
 	kube_client_free(d->kube);
-	if (d->rt && !gc_runtime_idle(d->rt)) {
-		/* The completion-queue thread may still post: leave the rest to exit. */
-		gc_runtime_free(d->rt);
-		return;
-	}
-	gc_runtime_free(d->rt);
-	fswatch_free(d->fw);
-	mailbox_free(d->mb);
-	spec_keeper_free(d->keeper);
-	sd_event_source_disable_unref(d->stop_tick);
-	sd_event_unref(d->loop);
+	d->kube = NULL;
+}
+
+static void release(void *userdata)
+{
+	struct dra *d = userdata;
+
 	dra_inventory_free(d->inv);
 	dra_checkpoint_free(d->ckpt);
 	kube_config_free(d->kcfg);
 	spec_names_free(d->spec_on_disk);
-	cfg_free(d->cfg);
 	free(d->health);
 	free(d->plugin_dir);
 	free(d->registry_dir);
@@ -1237,8 +967,17 @@ static int check_options(const struct dra_options *o)
 
 int dra_run(const struct dra_options *o)
 {
+	static const struct daemon_ops ops = {
+	    .setup = setup,
+	    .start = start_service,
+	    .apply = on_apply,
+	    .config_adopt = on_config_adopt,
+	    .config_applied = on_config_applied,
+	    .stop = stop_serving,
+	    .close = teardown_servers,
+	    .release = release,
+	};
 	struct dra d = {.o = o};
-	sigset_t mask, old_mask;
 	int r;
 
 	r = check_options(o);
@@ -1246,43 +985,5 @@ int dra_run(const struct dra_options *o)
 		return r;
 	d.driver = o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER;
 	d.node_name = o->node_name;
-	/* Blocked before any thread exists (gRPC, libcurl's resolver and the watchers start
-	 * their own), so only the loop's signal sources see them. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGPIPE);
-	sigaddset(&mask, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
-	sigdelset(&mask, SIGPIPE);
-	sigdelset(&mask, SIGUSR1);
-
-	r = setup(&d);
-	if (r < 0)
-		goto out;
-	r = first_scan(&d);
-	if (r < 0)
-		goto out;
-	if (r == 0) {
-		r = start_service(&d);
-		if (r < 0)
-			begin_stop(&d, r);
-	}
-	if (!d.stopping)
-		(void)sd_notify(0, "READY=1");
-	r = sd_event_loop(d.loop);
-	if (r < 0)
-		log_error_errno(r, "event loop failed");
-	else
-		r = d.exit_code;
-out:
-	teardown(&d);
-	/* SIGTERM, SIGINT and SIGHUP stay blocked (as bridge_run: a second one would kill
-	 * a cleanly stopped process). */
-	sigorset(&old_mask, &old_mask, &mask);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-	if (r == 0)
-		log_info("stopped");
-	return r;
+	return daemon_run(&d.dm, &DAEMON_OPTIONS_OF(o, DRA_DEFAULT_RESCAN_SEC), &ops, &d);
 }
