@@ -10,8 +10,8 @@
  * Claims by UID: "fail-*" fail with "probe refuses <uid>"; "skip-*" are left unanswered
  * (the service must answer them itself); "slow-*" hold the whole batch back SLOW_MS
  * (default 2000) before it is finished; any other succeeds, Prepare with two canned
- * devices per claim (see prepare_one). Events go to stdout, one line each, flushed:
- *   ready | registered ok | registered failed <error> | batch prepare|unprepare <n> <uids>
+ * devices per claim, the second a share (see prepare_one). Events go to stdout, one line each,
+ * flushed: ready | registered ok | registered failed <error> | batch prepare|unprepare <n> <uids>
  *   | finished <n> | stopped
  * stdin takes health lists, one command a line:
  *   health <device>=<healthy|unhealthy|unknown>[:<message>] ...   (pool "node1")
@@ -32,6 +32,7 @@
 #include "service.h"
 
 #define POOL "node1"
+#define PROBE_SHARE_ID "11111111-2222-4333-8444-555555555555" /* the second device's */
 
 struct probe {
 	sd_event *loop;
@@ -79,7 +80,8 @@ static int prepare_one(struct dra_batch *b, size_t i, const char *uid)
 	     .n_requests = 2,
 	     .device = (char *)"pci-0000-86-00-1",
 	     .cdi_ids = ids1,
-	     .n_cdi_ids = 2},
+	     .n_cdi_ids = 2,
+	     .share_id = (char *)PROBE_SHARE_ID},
 	};
 	struct dra_prepared_claim pc = {.uid = (char *)uid, .devices = d, .n_devices = 2};
 

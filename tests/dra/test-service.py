@@ -26,6 +26,7 @@ from tap import Tap  # noqa: E402
 import kubelet_dra_double as kd  # noqa: E402
 
 DRIVER = "rdma.example"
+SHARE_ID = "11111111-2222-4333-8444-555555555555"  # service-probe's second device
 
 
 class Probe:
@@ -227,6 +228,9 @@ def check_prepare_answers(t, a, version, tag):
              "%s: device 1 carries pool, name, request and CDI IDs" % tag, repr(d0))
         t.ok(d1["request_names"] == ["nic", "extra"] and d1["device_name"] == "pci-0000-86-00-1",
              "%s: device 2 with its two requests" % tag, repr(d1))
+        if version == "v1":
+            t.ok(d0["share_id"] == "" and d1["share_id"] == SHARE_ID,
+                 "%s: share_id echoed for the share, unset for the other" % tag, repr(ok))
     f = a.get("fail-1")
     t.ok(f and f["error"] == "probe refuses fail-1 (ns2/claim-f)" and not f["devices"],
          "%s: fail-1 answered with its own error" % tag, repr(f))
@@ -248,6 +252,16 @@ def sc_prepare(t, args, workdir, protos):
         n0 = p.count("batch prepare")
         a = c.prepare(claims)
         check_prepare_answers(t, a, version, version + " prepare")
+        if version == "v1beta1":
+            # v1beta1's Device has no field 5: read the answer with v1's messages.
+            pb = protos.dra["v1beta1"]
+            raw = c.raw("NodePrepareResources", pb.NodePrepareResourcesRequest(
+                claims=[kd._claim(pb, claims[0])]).SerializeToString())
+            resp = protos.dra["v1"].NodePrepareResourcesResponse.FromString(raw)
+            devs = list(resp.claims["uid-ok"].devices)
+            t.ok(len(devs) == 2 and all(d.share_id == "" for d in devs)
+                 and SHARE_ID.encode() not in raw,
+                 "v1beta1: no share_id on the wire (a v1 field)", repr(resp))
         line = p.wait_line("batch prepare", n=n0 + 1)
         t.ok(line == "batch prepare 3 uid-ok,fail-1,skip-1",
              "%s: the batch reaching the loop holds each UID once, in order" % version,
