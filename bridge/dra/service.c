@@ -12,7 +12,8 @@
  *
  * The plugin watcher re-registers a plugin whose socket it sees created; a removed
  * registration socket is served again at once (an inotify watch on the registry dir, and
- * a poll every 0.4 s that also covers a lost watch and the DRA socket).
+ * a poll every 0.4 s that also covers a lost watch and the DRA socket). The same poll
+ * sends the health list again when it has not changed for a while (service.h).
  */
 #include <assert.h>
 #include <errno.h>
@@ -97,6 +98,8 @@ struct dra_service {
 	uint8_t *health; /* the latest packed NodeWatchResourcesResponse */
 	size_t health_len;
 	bool has_health;
+	uint64_t health_resend_usec;
+	uint64_t health_sent; /* CLOCK_MONOTONIC usec of the last send */
 	int dir_watch;
 	sd_event_source *poll;
 	bool freed;
@@ -849,10 +852,32 @@ static void on_registry_dir(void *userdata, uint32_t mask, const char *name)
 	endpoint_check(&s->reg);
 }
 
+/* A lost re-send must not let the kubelet's view go stale. */
+_Static_assert(2 * DRA_HEALTH_RESEND_SEC < DRA_HEALTH_TIMEOUT_SEC,
+	       "the health list is re-sent at least twice within its timeout");
+
+static void health_send(struct dra_service *s)
+{
+	uint64_t now = 0;
+
+	(void)sd_event_now(s->loop, CLOCK_MONOTONIC, &now);
+	s->health_sent = now;
+	if (s->dra.srv) {
+		size_t a = gc_server_publish(s->dra.srv, M_HEALTH_V1, s->health, s->health_len);
+		size_t b =
+		    gc_server_publish(s->dra.srv, M_HEALTH_V1ALPHA1, s->health, s->health_len);
+
+		log_debug("health list sent to %zu stream(s)", a + b);
+	}
+}
+
 static int on_poll(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct dra_service *s = userdata;
 
+	/* The kubelet forgets a device's health that is not repeated (service.h). */
+	if (s->has_health && usec >= s->health_sent + s->health_resend_usec)
+		health_send(s);
 	watch_registry_dir(s);
 	endpoint_check(&s->reg);
 	endpoint_check(&s->dra);
@@ -901,6 +926,7 @@ int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw, st
 	s->batch = cfg->batch;
 	s->registered = cfg->registered;
 	s->userdata = cfg->userdata;
+	s->health_resend_usec = cfg->health_resend_usec ?: DRA_HEALTH_RESEND_SEC * 1000000ull;
 	atomic_init(&s->posts, 0);
 	s->driver = strdup(cfg->driver);
 	s->registry_dir = strdup(cfg->registry_dir);
@@ -984,6 +1010,7 @@ void dra_service_publish_health(struct dra_service *s, const struct dra_device_h
 			dh[i].device = &id[i];
 			dh[i].health = (V1__HealthStatus)h[i].health;
 			dh[i].last_updated_time = h[i].last_updated;
+			dh[i].health_check_timeout_seconds = DRA_HEALTH_TIMEOUT_SEC;
 			dh[i].message = (char *)(h[i].message ? h[i].message : "");
 			dp[i] = &dh[i];
 		}
@@ -1007,10 +1034,6 @@ void dra_service_publish_health(struct dra_service *s, const struct dra_device_h
 	s->health = buf;
 	s->health_len = len;
 	s->has_health = true;
-	if (s->dra.srv) {
-		size_t a = gc_server_publish(s->dra.srv, M_HEALTH_V1, buf, len);
-		size_t b = gc_server_publish(s->dra.srv, M_HEALTH_V1ALPHA1, buf, len);
-
-		log_debug("health of %zu devices sent to %zu stream(s)", n, a + b);
-	}
+	log_debug("health of %zu devices published", n);
+	health_send(s);
 }

@@ -3,9 +3,10 @@
  * service-probe: dra_service on an sd-event loop, answering batches by a script the
  * test knows, so test-service.py can drive it with the kubelet double.
  *
- *   service-probe DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [no-fswatch]]
+ *   service-probe DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [OPTION...]]
  *
  * no-fswatch: the service gets no inotify watcher and relies on its poll alone.
+ * resend-ms=N: the unchanged health list is sent again every N ms (default: the service's).
  *
  * Claims by UID: "fail-*" fail with "probe refuses <uid>"; "skip-*" are left unanswered
  * (the service must answer them itself); "slow-*" hold the whole batch back SLOW_MS
@@ -248,25 +249,32 @@ static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, vo
 int main(int argc, char **argv)
 {
 	struct probe p = {.slow_ms = 2000};
+	bool fswatch = true;
+	uint64_t resend_usec = 0;
 	sd_event_source *in = NULL;
 	sigset_t mask;
 	int r;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [no-fswatch]]\n",
+		fprintf(stderr, "usage: %s DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [OPTION...]]\n",
 			argv[0]);
 		return 2;
 	}
 	if (argc > 4)
 		p.slow_ms = (unsigned)atoi(argv[4]);
+	for (int i = 5; i < argc; i++) {
+		if (strcmp(argv[i], "no-fswatch") == 0)
+			fswatch = false;
+		else if (strncmp(argv[i], "resend-ms=", 10) == 0)
+			resend_usec = strtoull(argv[i] + 10, NULL, 10) * 1000;
+	}
 	log_set_level(LOG_LVL_DEBUG);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	if (sd_event_new(&p.loop) < 0 || mailbox_new(p.loop, &p.mb) < 0 ||
-	    (!(argc > 5 && strcmp(argv[5], "no-fswatch") == 0) && fswatch_new(p.loop, &p.fw) < 0) ||
-	    gc_runtime_new(p.mb, &p.rt) < 0)
+	    (fswatch && fswatch_new(p.loop, &p.fw) < 0) || gc_runtime_new(p.mb, &p.rt) < 0)
 		return 1;
 	sd_event_add_signal(p.loop, NULL, SIGTERM, on_signal, &p);
 	sd_event_add_signal(p.loop, NULL, SIGINT, on_signal, &p);
@@ -279,6 +287,7 @@ int main(int argc, char **argv)
 				  .batch = on_batch,
 				  .registered = on_registered,
 				  .userdata = &p,
+				  .health_resend_usec = resend_usec,
 			      },
 			      &p.svc);
 	if (r < 0) {

@@ -716,6 +716,18 @@ def sc_port_down(c):
     tap.ok(devs is not None, "ACTIVE again: the taint is removed")
     lst = h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == "HEALTHY", 3)
     tap.ok(lst is not None, "health stream: HEALTHY again")
+    # The kubelet reports a device Unknown once its last report is older than the
+    # timeout it carries: the driver says 60 s and repeats the list every 20 s.
+    tap.ok(lst and all(y.timeout == 60 for y in lst),
+           "every device carries health_check_timeout_seconds 60", lst)
+    with h.cond:
+        n, t_last = len(h.lists), h.times[-1]
+    again = h.wait(lambda ls: len(ls) > n, 25)
+    with h.cond:
+        gap = h.times[n] - t_last if len(h.times) > n else None
+    tap.ok(again == lst and gap is not None and 18 < gap < 23,
+           "unchanged, the list is sent again about 20 s later, within the timeout",
+           "gap %s" % gap)
 
 
 def sc_wrong_ca(c):

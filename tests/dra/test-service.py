@@ -27,6 +27,7 @@ import kubelet_dra_double as kd  # noqa: E402
 
 DRIVER = "rdma.example"
 SHARE_ID = "11111111-2222-4333-8444-555555555555"  # service-probe's second device
+HEALTH_TIMEOUT = 60  # DRA_HEALTH_TIMEOUT_SEC, documented in docs/dra.md
 
 
 class Probe:
@@ -392,6 +393,9 @@ def sc_health(t, args, workdir, protos):
              "%s: the complete list" % name, repr(lst))
         t.ok(lst and all(abs(d.last_updated - time.time()) < 30 for d in lst),
              "%s: last_updated_time is a Unix time" % name, repr(lst))
+        t.ok(lst and all(d.timeout == HEALTH_TIMEOUT for d in lst),
+             "%s: health_check_timeout_seconds %d (the kubelet's 30 s default when 0)"
+             % (name, HEALTH_TIMEOUT), repr(lst))
     p.send("health pci-0000-3b-00-0=healthy pci-0000-86-00-1=unhealthy:port1-down")
     for name, s in (("v1", s1), ("v1alpha1", s2)):
         lst = s.wait(lambda ls: len(ls) >= 2)
@@ -409,6 +413,35 @@ def sc_health(t, args, workdir, protos):
     rc = p.stop()
     t.ok(s1.wait_end() and s2.wait_end(), "the streams end when the driver stops")
     t.ok(rc == 0, "the probe stops cleanly", p.log_text())
+
+
+def sc_health_resend(t, args, workdir, protos):
+    """An unchanged list is sent again within the timeout, so the kubelet keeps it fresh."""
+    p = start(t, args, workdir, extra=["resend-ms=600"])
+    if not p:
+        return
+    s = kd.HealthStream(p.dra_sock, protos, "v1")
+    time.sleep(1.0)
+    t.ok(s.lists == [], "nothing is re-sent before a list is published", repr(s.lists))
+    p.send("health pci-0000-3b-00-0=healthy pci-0000-86-00-1=unhealthy:port1-down")
+    lst = s.wait(lambda ls: len(ls) >= 4, timeout=10)
+    with s.cond:
+        lists, times = list(s.lists), list(s.times)
+    t.ok(lst is not None and all(x == lists[0] for x in lists),
+         "without a change the same complete list is sent again", repr(lists))
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # The poll runs every 0.4 s: a re-send comes 0.6 to 1.0 s after the last one.
+    t.ok(len(gaps) >= 3 and all(0.45 < g < 1.6 for g in gaps),
+         "re-sent every resend-ms (poll granularity 0.4 s)", repr(gaps))
+    # A change goes out at once and restarts the interval.
+    n = len(s.lists)
+    t0 = time.monotonic()
+    p.send("health pci-0000-3b-00-0=healthy pci-0000-86-00-1=healthy")
+    lst = s.wait(lambda ls: len(ls) > n and ls[-1][1].health == "HEALTHY", timeout=5)
+    t.ok(lst and time.monotonic() - t0 < 0.5, "a change is sent at once, not at the next "
+         "re-send", repr(lst))
+    s.cancel()
+    t.ok(p.stop() == 0, "the probe stops cleanly", p.log_text())
 
 
 def sc_busy(t, args, workdir, protos):
@@ -440,6 +473,7 @@ SCENARIOS = {
     "malformed": sc_malformed,
     "deadline": sc_deadline,
     "health": sc_health,
+    "health-resend": sc_health_resend,
     "busy": sc_busy,
 }
 
