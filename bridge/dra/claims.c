@@ -327,12 +327,6 @@ fail:
 
 /* ---- prepare ---------------------------------------------------------------------- */
 
-static bool pool_shared(const struct dra_inventory *inv, const struct dra_hca *h)
-{
-	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
-	       inv->cfg->pools[h->pool].mode == CFG_MODE_SHARED;
-}
-
 static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca *h)
 {
 	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
@@ -478,7 +472,7 @@ static int check_device(const struct dra_checkpoint *c, const struct dra_invento
 		return err_fail(err, errlen, -EINVAL,
 				"claim %s: device %s has no RDMA device or CDI ID", who, h->name);
 	/* Admin access reaches a device whoever holds it (monitoring, diagnostics). */
-	holder = c && !pool_shared(inv, h) && !res->admin_access
+	holder = c && !dra_hca_shared(inv, h) && !res->admin_access
 		     ? dra_checkpoint_holder(c, h->name, uid)
 		     : NULL;
 	if (holder)
