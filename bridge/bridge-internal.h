@@ -179,6 +179,16 @@ void dp_annotation_suffix(char *const *ids, size_t n_ids,
 			  char buf[static DP_ANNOTATION_SUFFIX_MAX + 1]);
 
 /*
+ * The next field of the packed message buf[0..len) at *at, for counting or scanning a
+ * request before it is unpacked (unpacking allocates per element): its number and, for a
+ * length-delimited field, its payload (*ret_data into buf, NULL for the other wire
+ * types). 1 with *at past the field, 0 at the end, -EBADMSG when buf is not well formed
+ * (groups included: protobuf-c refuses them too). Does not allocate.
+ */
+int dp_wire_next(const uint8_t *buf, size_t len, size_t *at, uint64_t *ret_field,
+		 const uint8_t **ret_data, size_t *ret_len);
+
+/*
  * protobuf strings are length-delimited but protobuf-c hands them over NUL-terminated:
  * "0000:18:00.0\0evil" would unpack as "0000:18:00.0". Scans the packed message buf of
  * type d (nested messages included) for a string field holding a NUL byte: 1 with

@@ -38,6 +38,7 @@ static void claim_clear(struct dra_prepared_claim *p)
 		strv_free(d->requests, d->n_requests);
 		free(d->device);
 		strv_free(d->cdi_ids, d->n_cdi_ids);
+		free(d->share_id);
 	}
 	free(p->devices);
 	free(p->uid);
@@ -105,7 +106,9 @@ struct dra_prepared_claim *dra_prepared_claim_copy(const struct dra_prepared_cla
 		e->cdi_ids = strv_copy(d->cdi_ids, d->n_cdi_ids);
 		if (e->cdi_ids)
 			e->n_cdi_ids = d->n_cdi_ids;
-		if (!e->device || !e->requests || !e->cdi_ids)
+		e->share_id = d->share_id ? strdup(d->share_id) : NULL;
+		e->admin = d->admin;
+		if (!e->device || !e->requests || !e->cdi_ids || (d->share_id && !e->share_id))
 			goto oom;
 	}
 	return q;
@@ -136,7 +139,7 @@ const char *dra_checkpoint_holder(const struct dra_checkpoint *c, const char *de
 		if (uid && strcmp(p->uid, uid) == 0)
 			continue;
 		for (size_t j = 0; j < p->n_devices; j++)
-			if (strcmp(p->devices[j].device, device) == 0)
+			if (!p->devices[j].admin && strcmp(p->devices[j].device, device) == 0)
 				return p->uid;
 	}
 	return NULL;
@@ -225,6 +228,8 @@ static const char *claim_problem(const struct dra_prepared_claim *p)
 
 		if (!name_is_safe(d->device, DRA_DEVICE_NAME_MAX))
 			return "devices[].device: not a device name";
+		if (d->share_id && !dra_share_id_is_valid(d->share_id))
+			return "devices[].shareID: not a share ID";
 		if (d->n_requests == 0 || d->n_requests > DRA_RESULTS_MAX)
 			return "devices[].requests: empty or too many";
 		for (size_t j = 0; j < d->n_requests; j++)
@@ -307,7 +312,9 @@ static int take_strv(const cJSON *obj, const char *key, size_t max, char ***ret,
 static int parse_device(const cJSON *obj, struct dra_prepared_device *d, const char *path,
 			char *err, size_t errlen)
 {
-	static const char *const keys[] = {"device", "requests", "cdiDeviceIDs", NULL};
+	static const char *const keys[] = {"device",  "requests",    "cdiDeviceIDs",
+					   "shareID", "adminAccess", NULL};
+	const cJSON *admin;
 	const char *bad;
 	int r;
 
@@ -323,7 +330,16 @@ static int parse_device(const cJSON *obj, struct dra_prepared_device *d, const c
 	if (r >= 0)
 		r = take_strv(obj, "cdiDeviceIDs", CDI_IDS_MAX, &d->cdi_ids, &d->n_cdi_ids, path,
 			      err, errlen);
-	return r;
+	if (r >= 0)
+		r = take_string(obj, "shareID", false, &d->share_id, path, err, errlen);
+	if (r < 0)
+		return r;
+	/* Written only when true; absent (an older release's checkpoint) is false. */
+	admin = cJSON_GetObjectItemCaseSensitive(obj, "adminAccess");
+	if (admin && !cJSON_IsBool(admin))
+		return err_fail(err, errlen, -EBADMSG, "%s.adminAccess: not a boolean", path);
+	d->admin = cJSON_IsTrue(admin);
+	return 0;
 }
 
 static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const char *path, char *err,
@@ -513,7 +529,10 @@ static cJSON *claim_json(const struct dra_prepared_claim *p)
 		}
 		if (!cJSON_AddStringToObject(dj, "device", d->device) ||
 		    !cJSON_AddItemToObject(dj, "requests", strv_json(d->requests, d->n_requests)) ||
-		    !cJSON_AddItemToObject(dj, "cdiDeviceIDs", strv_json(d->cdi_ids, d->n_cdi_ids)))
+		    !cJSON_AddItemToObject(dj, "cdiDeviceIDs",
+					   strv_json(d->cdi_ids, d->n_cdi_ids)) ||
+		    (d->share_id && !cJSON_AddStringToObject(dj, "shareID", d->share_id)) ||
+		    (d->admin && !cJSON_AddTrueToObject(dj, "adminAccess")))
 			return NULL;
 	}
 	return TAKE_PTR(o);

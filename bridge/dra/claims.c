@@ -90,6 +90,24 @@ static int get_object(const cJSON *obj, const char *key, const cJSON **ret, cons
 	return 0;
 }
 
+bool dra_share_id_is_valid(const char *s)
+{
+	bool digit = false;
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++) {
+		bool hex = (s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f') ||
+			   (s[n] >= 'A' && s[n] <= 'F');
+
+		if (n >= DRA_SHARE_ID_MAX || (!hex && s[n] != '-'))
+			return false;
+		digit |= hex;
+	}
+	return digit;
+}
+
 /* Request names are DNS labels, "<request>/<subrequest>" for a subrequest's result. */
 static bool request_name_ok(const char *s)
 {
@@ -158,16 +176,18 @@ static int parse_result(const cJSON *res, const char *taint_key, struct dra_resu
 	if (!name_is_safe(device, DRA_DEVICE_NAME_MAX))
 		return err_fail(err, errlen, -EINVAL, "claim %s: %s.device: not a device name", who,
 				path);
-	r = get_string(res, "shareID", DRA_CLAIM_STRING_MAX, false, &share_id, who, path, err,
-		       errlen);
+	r = get_string(res, "shareID", DRA_SHARE_ID_MAX, false, &share_id, who, path, err, errlen);
 	if (r < 0)
 		return r;
-	if (share_id && !name_is_safe(share_id, DRA_CLAIM_STRING_MAX))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.shareID: not an ID", who, path);
+	/* It goes back to the kubelet and into the checkpoint: a UUID, nothing else. */
+	if (share_id && !dra_share_id_is_valid(share_id))
+		return err_fail(err, errlen, -EINVAL,
+				"claim %s: %s.shareID: not a UUID (hex digits and '-')", who, path);
 	admin = cJSON_GetObjectItemCaseSensitive(res, "adminAccess");
 	if (admin && !cJSON_IsNull(admin) && !cJSON_IsBool(admin))
 		return err_fail(err, errlen, -EINVAL, "claim %s: %s.adminAccess: not a boolean",
 				who, path);
+	out->admin_access = cJSON_IsTrue(admin);
 
 	out->tolerates_unhealthy = false;
 	tols = cJSON_GetObjectItemCaseSensitive(res, "tolerations");
@@ -307,12 +327,6 @@ fail:
 
 /* ---- prepare ---------------------------------------------------------------------- */
 
-static bool pool_shared(const struct dra_inventory *inv, const struct dra_hca *h)
-{
-	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
-	       inv->cfg->pools[h->pool].mode == CFG_MODE_SHARED;
-}
-
 static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca *h)
 {
 	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
@@ -411,15 +425,17 @@ static int add_request(struct dra_prepared_device *d, const char *request)
 	return 0;
 }
 
-/* A new prepared device for h serving request; the caller counts it before the call so
+/* A new prepared device for h serving res; the caller counts it before the call so
  * that a half-made one is freed with the claim. */
 static int new_device(struct dra_prepared_device *d, const struct dra_hca *h, const char *driver,
-		      const char *uid, const char *request, size_t max_requests)
+		      const char *uid, const struct dra_result *res, size_t max_requests)
 {
 	d->device = strdup(h->name);
 	d->requests = calloc(max_requests, sizeof(*d->requests));
 	d->cdi_ids = calloc(2, sizeof(*d->cdi_ids));
-	if (!d->device || !d->requests || !d->cdi_ids)
+	d->share_id = res->share_id ? strdup(res->share_id) : NULL;
+	d->admin = res->admin_access;
+	if (!d->device || !d->requests || !d->cdi_ids || (res->share_id && !d->share_id))
 		return -ENOMEM;
 	d->cdi_ids[0] = strdup(h->cdi_id);
 	d->cdi_ids[1] = strdup_printf("%s/" DRA_CLAIM_KIND_CLASS "=%s", driver, uid);
@@ -430,7 +446,13 @@ static int new_device(struct dra_prepared_device *d, const struct dra_hca *h, co
 		return -ENOMEM;
 	}
 	d->n_cdi_ids = 2;
-	return add_request(d, request);
+	return add_request(d, res->request);
+}
+
+/* Results of one device and share are one prepared device. */
+static bool same_share(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 /* Why the device of result res may not be prepared, as err_fail() returns it; 0 when it may. */
@@ -449,7 +471,10 @@ static int check_device(const struct dra_checkpoint *c, const struct dra_invento
 	if (!h->d || !h->cdi_id[0])
 		return err_fail(err, errlen, -EINVAL,
 				"claim %s: device %s has no RDMA device or CDI ID", who, h->name);
-	holder = c && !pool_shared(inv, h) ? dra_checkpoint_holder(c, h->name, uid) : NULL;
+	/* Admin access reaches a device whoever holds it (monitoring, diagnostics). */
+	holder = c && !dra_hca_shared(inv, h) && !res->admin_access
+		     ? dra_checkpoint_holder(c, h->name, uid)
+		     : NULL;
 	if (holder)
 		return err_fail(err, errlen, -EBUSY,
 				"claim %s: device %s is already prepared for claim %s", who,
@@ -474,8 +499,9 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 		size_t errlen)
 {
 	struct dra_prepared_claim *p = NULL;
-	_cleanup_free_ const struct dra_hca **hcas = NULL;
+	_cleanup_free_ const struct dra_hca **hcas = NULL, **dev_hca = NULL;
 	_cleanup_free_ char *kind = NULL;
+	size_t n_hcas = 0;
 	char who[WHO_MAX], a[96], b[240], verr[512];
 	cJSON *spec = NULL;
 	const struct dra_prepared_claim *old;
@@ -520,9 +546,11 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 			return r;
 	}
 
+	/* hcas: each HCA once, for the env; dev_hca: the HCA of each prepared device. */
 	hcas = calloc(n_results, sizeof(*hcas));
+	dev_hca = calloc(n_results, sizeof(*dev_hca));
 	p = calloc(1, sizeof(*p));
-	if (!hcas || !p)
+	if (!hcas || !dev_hca || !p)
 		goto oom;
 	p->uid = strdup(uid);
 	p->namespace = strdup(ns);
@@ -531,23 +559,30 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 	if (!p->uid || !p->namespace || !p->name || !p->devices)
 		goto oom;
 	for (size_t i = 0; i < n_results; i++) {
-		const struct dra_hca *h = dra_inventory_find(inv, results[i].device);
-		size_t j = 0;
+		const struct dra_result *res = &results[i];
+		const struct dra_hca *h = dra_inventory_find(inv, res->device);
+		size_t j = 0, k = 0;
 
-		while (j < p->n_devices && hcas[j] != h)
+		while (j < p->n_devices &&
+		       (dev_hca[j] != h || !same_share(p->devices[j].share_id, res->share_id)))
 			j++;
 		if (j < p->n_devices) {
-			r = add_request(&p->devices[j], results[i].request);
+			/* Held as soon as one of its results is not admin access. */
+			p->devices[j].admin &= res->admin_access;
+			r = add_request(&p->devices[j], res->request);
 		} else {
-			hcas[p->n_devices++] = h;
-			r = new_device(&p->devices[j], h, driver, uid, results[i].request,
-				       n_results);
+			dev_hca[p->n_devices++] = h;
+			r = new_device(&p->devices[j], h, driver, uid, res, n_results);
 		}
 		if (r < 0)
 			goto oom;
+		while (k < n_hcas && hcas[k] != h)
+			k++;
+		if (k == n_hcas)
+			hcas[n_hcas++] = h;
 	}
 
-	r = build_spec(inv, kind, uid, hcas, p->n_devices, &spec);
+	r = build_spec(inv, kind, uid, hcas, n_hcas, &spec);
 	if (r < 0)
 		goto oom;
 	r = cdi_spec_validate(spec, verr, sizeof(verr));

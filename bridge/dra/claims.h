@@ -25,10 +25,11 @@
 #include "inventory.h"
 
 /* Bounds on what a claim, the kubelet or the checkpoint hands us. */
-#define DRA_UID_MAX 128		/* a claim UID (a UUID has 36 characters) */
-#define DRA_RESULTS_MAX 256	/* results of one claim (the API allows 32) */
-#define DRA_TOLERATIONS_MAX 64	/* tolerations of one result (the API allows 16) */
-#define DRA_CLAIM_STRING_MAX 253 /* namespace, name, request, share ID, toleration fields */
+#define DRA_UID_MAX 128		 /* a claim UID (a UUID has 36 characters) */
+#define DRA_RESULTS_MAX 256	 /* results of one claim (the API allows 32) */
+#define DRA_TOLERATIONS_MAX 64	 /* tolerations of one result (the API allows 16) */
+#define DRA_CLAIM_STRING_MAX 253 /* namespace, name, request, toleration fields */
+#define DRA_SHARE_ID_MAX 64	 /* a result's shareID (a UUID has 36 characters) */
 #define DRA_CHECKPOINT_MAX_BYTES (64u * 1024 * 1024)
 #define DRA_CHECKPOINT_CLAIMS_MAX 65536
 
@@ -36,7 +37,12 @@
 struct dra_result {
 	char *request; /* the request name */
 	char *device;  /* the device name in our slices */
-	char *share_id; /* NULL when none */
+	/* The allocation's share of a device that allows multiple allocations: 1 to
+	 * DRA_SHARE_ID_MAX hex digits and '-' (a UUID); NULL when none. */
+	char *share_id;
+	/* adminAccess: the claim reaches the device without holding it (Prepare does not
+	 * refuse it because another claim holds the device, nor a later claim because of it). */
+	bool admin_access;
 	/*
 	 * The result's tolerations tolerate the NoSchedule taint "<driver>/unhealthy": one
 	 * with that key (or an empty key and operator Exists) and effect "" or NoSchedule.
@@ -65,9 +71,11 @@ void dra_results_free(struct dra_result *r, size_t n);
 struct dra_prepared_device {
 	char **requests; /* the request names it serves */
 	size_t n_requests;
-	char *device;	 /* device name */
-	char **cdi_ids;	 /* what the kubelet got: the HCA's spec name, then the claim's */
+	char *device;	/* device name */
+	char **cdi_ids; /* what the kubelet got: the HCA's spec name, then the claim's */
 	size_t n_cdi_ids;
+	char *share_id; /* the results' shareID, echoed to the kubelet; NULL when none */
+	bool admin;	/* every result for it has adminAccess: it does not hold the device */
 };
 
 struct dra_prepared_claim {
@@ -96,18 +104,20 @@ int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, char *e
 void dra_checkpoint_free(struct dra_checkpoint *c);
 const struct dra_prepared_claim *dra_checkpoint_find(const struct dra_checkpoint *c,
 						     const char *uid);
-/* The UID of another claim than uid holding device, or NULL. */
+/* The UID of another claim than uid holding device, or NULL. A device a claim reaches
+ * with admin access (dra_prepared_device.admin) is not held by it. */
 const char *dra_checkpoint_holder(const struct dra_checkpoint *c, const char *device,
 				  const char *uid);
 
 /*
  * Prepares one claim: checks each result's device exists in inv and is not held by
- * another claim (unless its pool is shared) and is healthy (unless the result tolerates
- * the unhealthy taint), then builds the prepared claim (the HCA's cdi_id, then
- * "<driver>/claim=<uid>"; results naming one device for several requests make one
- * device with several requests) and the per-claim spec (*ret_spec, validated; caller
- * writes it with dra_claim_spec_write). Does not touch c: the caller adds the entry once
- * the spec is on disk and saves. Returns 0, or 1 when uid is already prepared: then
+ * another claim (unless its pool is shared or the result has admin access) and is
+ * healthy (unless the result tolerates the unhealthy taint), then builds the prepared
+ * claim (the HCA's cdi_id, then "<driver>/claim=<uid>"; results naming one device with
+ * the same share ID for several requests make one device with several requests, admin
+ * only when all of them are; another share ID makes another device) and the per-claim
+ * spec (*ret_spec, validated; caller writes it with dra_claim_spec_write). Does not
+ * touch c: the caller adds the entry once the spec is on disk and saves. Returns 0, or 1 when uid is already prepared: then
  * *ret is a copy of the recorded answer and *ret_spec NULL (idempotent). With the reason
  * ("claim default/c1: device pci-0000-3b-00-0 is ..."): -ENODEV not on this node
  * (anymore), -EBUSY already prepared for claim <uid>, -EIO unhealthy (<reason>), -EINVAL
@@ -116,10 +126,10 @@ const char *dra_checkpoint_holder(const struct dra_checkpoint *c, const char *de
  * DRA_CLAIM_STRING_MAX or not UTF-8, a driver that makes no CDI kind), -ENOMEM. c may be
  * NULL (nothing prepared yet).
  */
-int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
-		const char *driver, const char *ns, const char *name, const char *uid,
-		const struct dra_result *results, size_t n_results,
-		struct dra_prepared_claim **ret, cJSON **ret_spec, char *err, size_t errlen);
+int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv, const char *driver,
+		const char *ns, const char *name, const char *uid, const struct dra_result *results,
+		size_t n_results, struct dra_prepared_claim **ret, cJSON **ret_spec, char *err,
+		size_t errlen);
 /* Adds p (ownership taken, also on failure; replaces an entry of the same UID): 0,
  * -ENOMEM, -EINVAL (NULL c or p). Removes uid: 1, or 0 when absent. */
 int dra_checkpoint_add(struct dra_checkpoint *c, struct dra_prepared_claim *p);

@@ -47,6 +47,14 @@ struct dra_inventory {
 	const struct cfg *cfg;	      /* not owned: pools' names, sharing, ncclEnv */
 };
 
+/* True when h's config pool is mode shared: its device may serve several claims at once
+ * (published with allowMultipleAllocations, prepared whoever holds it). */
+static inline bool dra_hca_shared(const struct dra_inventory *inv, const struct dra_hca *h)
+{
+	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
+	       inv->cfg->pools[h->pool].mode == CFG_MODE_SHARED;
+}
+
 /* The DNS label of node->devices[i] (rules above); node in discovery order. */
 void dra_device_name(const struct disc_node *node, size_t i,
 		     char buf[static DRA_DEVICE_NAME_MAX + 1]);

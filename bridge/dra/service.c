@@ -12,8 +12,10 @@
  *
  * The plugin watcher re-registers a plugin whose socket it sees created; a removed
  * registration socket is served again at once (an inotify watch on the registry dir, and
- * a poll every 0.4 s that also covers a lost watch and the DRA socket).
+ * a poll every 0.4 s that also covers a lost watch and the DRA socket). The same poll
+ * sends the health list again when it has not changed for a while (service.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -96,6 +98,8 @@ struct dra_service {
 	uint8_t *health; /* the latest packed NodeWatchResourcesResponse */
 	size_t health_len;
 	bool has_health;
+	uint64_t health_resend_usec;
+	uint64_t health_sent; /* CLOCK_MONOTONIC usec of the last send */
 	int dir_watch;
 	sd_event_source *poll;
 	bool freed;
@@ -105,59 +109,20 @@ struct dra_service {
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-static int wire_varint(const uint8_t *p, size_t len, size_t *at, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		uint8_t c;
-
-		if (*at >= len)
-			return -EBADMSG;
-		c = p[(*at)++];
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*ret = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
 /* Counts the top-level claims (field 1) without unpacking anything: a small message can
  * otherwise hold a million empty claims, each an allocation. */
 static int count_claims(const uint8_t *p, size_t len, size_t *ret)
 {
-	size_t at = 0, n = 0;
+	const uint8_t *data;
+	uint64_t field;
+	size_t at = 0, n = 0, dlen;
+	int r;
 
-	while (at < len) {
-		uint64_t key, v;
-
-		if (wire_varint(p, len, &at, &key) < 0)
-			return -EBADMSG;
-		switch (key & 7) {
-		case 0:
-			if (wire_varint(p, len, &at, &v) < 0)
-				return -EBADMSG;
-			break;
-		case 1:
-		case 5:
-			v = (key & 7) == 1 ? 8 : 4;
-			if (v > len - at)
-				return -EBADMSG;
-			at += v;
-			break;
-		case 2:
-			if (wire_varint(p, len, &at, &v) < 0 || v > len - at)
-				return -EBADMSG;
-			at += v;
-			if (key >> 3 == 1)
-				n++;
-			break;
-		default:
-			return -EBADMSG;
-		}
-	}
+	while ((r = dp_wire_next(p, len, &at, &field, &data, &dlen)) > 0)
+		if (data && field == 1)
+			n++;
+	if (r < 0)
+		return r;
 	*ret = n;
 	return 0;
 }
@@ -320,6 +285,7 @@ struct answer {
 struct dra_batch {
 	struct gc_deferred *call;
 	enum dra_batch_kind kind;
+	bool v1beta1; /* its Device has no share_id (field 5 is v1's) */
 	struct dra_request *req;
 	struct answer *answers;
 };
@@ -339,6 +305,8 @@ static void device_free(PB(Device) * d)
 	strv_free(d->cdi_device_ids, d->n_cdi_device_ids);
 	free(d->pool_name);
 	free(d->device_name);
+	if (d->share_id != protobuf_c_empty_string)
+		free(d->share_id);
 	free(d);
 }
 
@@ -409,7 +377,8 @@ static char **strv_copy(char *const *v, size_t n)
 	return c;
 }
 
-static PB(Device) * device_copy(const struct dra_prepared_device *p, const char *pool)
+static PB(Device) *
+    device_copy(const struct dra_prepared_device *p, const char *pool, bool share_id)
 {
 	PB(Device) *d = calloc(1, sizeof(*d));
 
@@ -424,8 +393,11 @@ static PB(Device) * device_copy(const struct dra_prepared_device *p, const char 
 		d->n_cdi_device_ids = p->n_cdi_ids;
 	d->pool_name = strdup(pool);
 	d->device_name = strdup(p->device ? p->device : "");
-	d->share_id = (char *)protobuf_c_empty_string;
-	if (!d->request_names || !d->cdi_device_ids || !d->pool_name || !d->device_name) {
+	/* The allocation's share, so that the kubelet tells the shares of a device apart. */
+	d->share_id =
+	    share_id && p->share_id ? strdup(p->share_id) : (char *)protobuf_c_empty_string;
+	if (!d->request_names || !d->cdi_device_ids || !d->pool_name || !d->device_name ||
+	    !d->share_id) {
 		device_free(d);
 		return NULL;
 	}
@@ -448,7 +420,7 @@ int dra_batch_answer(struct dra_batch *b, size_t i, const struct dra_prepared_cl
 	if (!a->devices)
 		goto oom;
 	for (size_t j = 0; j < p->n_devices; j++) {
-		a->devices[j] = device_copy(&p->devices[j], pool);
+		a->devices[j] = device_copy(&p->devices[j], pool, !b->v1beta1);
 		if (!a->devices[j])
 			goto oom;
 		a->n_devices++;
@@ -485,83 +457,68 @@ static const char *answer_error(const struct dra_batch *b, size_t i)
 	return a->error ? a->error : "";
 }
 
-static int pack_prepare(const struct dra_batch *b, uint8_t **ret, size_t *ret_len)
+static void *member(void *msg, unsigned offset)
 {
-	size_t n = b->req->n_claims;
-	PB(NodePrepareResourcesResponse) resp;
-	PB(NodePrepareResourcesResponse__ClaimsEntry) *entries =
-	    calloc(n ? n : 1, sizeof(*entries));
-	PB(NodePrepareResourcesResponse__ClaimsEntry) **ep = calloc(n ? n : 1, sizeof(*ep));
-	PB(NodePrepareResourceResponse) *vals = calloc(n ? n : 1, sizeof(*vals));
-	uint8_t *buf = NULL;
-	size_t len = 0;
-
-	if (entries && ep && vals) {
-		pb_(node_prepare_resources_response__init)(&resp);
-		for (size_t i = 0; i < n; i++) {
-			const struct answer *a = &b->answers[i];
-
-			pb_(node_prepare_resources_response__claims_entry__init)(&entries[i]);
-			pb_(node_prepare_resource_response__init)(&vals[i]);
-			entries[i].key = (char *)b->req->claims[i].uid;
-			entries[i].value = &vals[i];
-			vals[i].error = (char *)answer_error(b, i);
-			if (a->done && !a->error) {
-				vals[i].devices = a->devices;
-				vals[i].n_devices = a->n_devices;
-			}
-			ep[i] = &entries[i];
-		}
-		resp.claims = ep;
-		resp.n_claims = n;
-		len = pb_(node_prepare_resources_response__get_packed_size)(&resp);
-		buf = malloc(len ? len : 1);
-		if (buf)
-			pb_(node_prepare_resources_response__pack)(&resp, buf);
-	}
-	free(entries);
-	free(ep);
-	free(vals);
-	if (!buf)
-		return -ENOMEM;
-	*ret = buf;
-	*ret_len = len;
-	return 0;
+	return (char *)msg + offset;
 }
 
-static int pack_unprepare(const struct dra_batch *b, uint8_t **ret, size_t *ret_len)
+static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d,
+						const char *name)
 {
-	size_t n = b->req->n_claims;
-	PB(NodeUnprepareResourcesResponse) resp;
-	PB(NodeUnprepareResourcesResponse__ClaimsEntry) *entries =
-	    calloc(n ? n : 1, sizeof(*entries));
-	PB(NodeUnprepareResourcesResponse__ClaimsEntry) **ep = calloc(n ? n : 1, sizeof(*ep));
-	PB(NodeUnprepareResourceResponse) *vals = calloc(n ? n : 1, sizeof(*vals));
-	uint8_t *buf = NULL;
-	size_t len = 0;
+	const ProtobufCFieldDescriptor *f =
+	    protobuf_c_message_descriptor_get_field_by_name(d, name);
 
-	if (entries && ep && vals) {
-		pb_(node_unprepare_resources_response__init)(&resp);
-		for (size_t i = 0; i < n; i++) {
-			pb_(node_unprepare_resources_response__claims_entry__init)(&entries[i]);
-			pb_(node_unprepare_resource_response__init)(&vals[i]);
-			entries[i].key = (char *)b->req->claims[i].uid;
-			entries[i].value = &vals[i];
-			vals[i].error = (char *)answer_error(b, i);
-			ep[i] = &entries[i];
+	assert(f);
+	return f;
+}
+
+/*
+ * Both responses are map<string, X> claims = 1 keyed by claim UID, X holding the error
+ * and, for Prepare, the devices: one filler through the generated descriptors (map
+ * entries are messages with "key" and "value").
+ */
+static int pack_answers(const struct dra_batch *b, const ProtobufCMessageDescriptor *rd,
+			uint8_t **ret, size_t *ret_len)
+{
+	const ProtobufCFieldDescriptor *claims = field_of(rd, "claims");
+	const ProtobufCMessageDescriptor *ed = claims->descriptor;
+	const ProtobufCFieldDescriptor *key = field_of(ed, "key"), *value = field_of(ed, "value");
+	const ProtobufCMessageDescriptor *vd = value->descriptor;
+	const ProtobufCFieldDescriptor *error = field_of(vd, "error");
+	const ProtobufCFieldDescriptor *devices =
+	    protobuf_c_message_descriptor_get_field_by_name(vd, "devices");
+	size_t n = b->req->n_claims, len;
+	_cleanup_free_ void *resp = calloc(1, rd->sizeof_message);
+	_cleanup_free_ char *entries = calloc(n ?: 1, ed->sizeof_message);
+	_cleanup_free_ char *vals = calloc(n ?: 1, vd->sizeof_message);
+	_cleanup_free_ void **ep = calloc(n ?: 1, sizeof(*ep));
+	uint8_t *buf;
+
+	if (!resp || !entries || !vals || !ep)
+		return -ENOMEM;
+	protobuf_c_message_init(rd, resp);
+	for (size_t i = 0; i < n; i++) {
+		const struct answer *a = &b->answers[i];
+		void *e = entries + i * ed->sizeof_message, *v = vals + i * vd->sizeof_message;
+
+		protobuf_c_message_init(ed, e);
+		protobuf_c_message_init(vd, v);
+		*(const char **)member(e, key->offset) = b->req->claims[i].uid;
+		*(void **)member(e, value->offset) = v;
+		*(const char **)member(v, error->offset) = answer_error(b, i);
+		if (devices && a->done && !a->error) {
+			*(void **)member(v, devices->offset) = a->devices;
+			*(size_t *)member(v, devices->quantifier_offset) = a->n_devices;
 		}
-		resp.claims = ep;
-		resp.n_claims = n;
-		len = pb_(node_unprepare_resources_response__get_packed_size)(&resp);
-		buf = malloc(len ? len : 1);
-		if (buf)
-			pb_(node_unprepare_resources_response__pack)(&resp, buf);
+		ep[i] = e;
 	}
-	free(entries);
-	free(ep);
-	free(vals);
+	*(void **)member(resp, claims->offset) = ep;
+	*(size_t *)member(resp, claims->quantifier_offset) = n;
+	len = protobuf_c_message_get_packed_size(resp);
+	buf = malloc(len ?: 1);
 	if (!buf)
 		return -ENOMEM;
+	protobuf_c_message_pack(resp, buf);
 	*ret = buf;
 	*ret_len = len;
 	return 0;
@@ -569,8 +526,11 @@ static int pack_unprepare(const struct dra_batch *b, uint8_t **ret, size_t *ret_
 
 int dra_batch_pack(const struct dra_batch *b, uint8_t **ret, size_t *ret_len)
 {
-	return b->kind == DRA_BATCH_PREPARE ? pack_prepare(b, ret, ret_len)
-					    : pack_unprepare(b, ret, ret_len);
+	return pack_answers(b,
+			    b->kind == DRA_BATCH_PREPARE
+				? &pb_(node_prepare_resources_response__descriptor)
+				: &pb_(node_unprepare_resources_response__descriptor),
+			    ret, ret_len);
 }
 
 void dra_batch_finish(struct dra_batch *b)
@@ -691,6 +651,8 @@ static int on_dra_call(void *userdata, unsigned method, grpc_byte_buffer *reques
 	}
 	n = req->n_claims;
 	b = dra_batch_new(prepare ? DRA_BATCH_PREPARE : DRA_BATCH_UNPREPARE, req, call);
+	if (b)
+		b->v1beta1 = method == M_PREPARE_V1BETA1 || method == M_UNPREPARE_V1BETA1;
 	p = b ? calloc(1, sizeof(*p)) : NULL;
 	if (!p) {
 		dra_batch_free(b);
@@ -890,10 +852,32 @@ static void on_registry_dir(void *userdata, uint32_t mask, const char *name)
 	endpoint_check(&s->reg);
 }
 
+/* A lost re-send must not let the kubelet's view go stale. */
+_Static_assert(2 * DRA_HEALTH_RESEND_SEC < DRA_HEALTH_TIMEOUT_SEC,
+	       "the health list is re-sent at least twice within its timeout");
+
+static void health_send(struct dra_service *s)
+{
+	uint64_t now = 0;
+
+	(void)sd_event_now(s->loop, CLOCK_MONOTONIC, &now);
+	s->health_sent = now;
+	if (s->dra.srv) {
+		size_t a = gc_server_publish(s->dra.srv, M_HEALTH_V1, s->health, s->health_len);
+		size_t b =
+		    gc_server_publish(s->dra.srv, M_HEALTH_V1ALPHA1, s->health, s->health_len);
+
+		log_debug("health list sent to %zu stream(s)", a + b);
+	}
+}
+
 static int on_poll(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct dra_service *s = userdata;
 
+	/* The kubelet forgets a device's health that is not repeated (service.h). */
+	if (s->has_health && usec >= s->health_sent + s->health_resend_usec)
+		health_send(s);
 	watch_registry_dir(s);
 	endpoint_check(&s->reg);
 	endpoint_check(&s->dra);
@@ -942,6 +926,7 @@ int dra_service_start(sd_event *loop, struct mailbox *mb, struct fswatch *fw, st
 	s->batch = cfg->batch;
 	s->registered = cfg->registered;
 	s->userdata = cfg->userdata;
+	s->health_resend_usec = cfg->health_resend_usec ?: DRA_HEALTH_RESEND_SEC * 1000000ull;
 	atomic_init(&s->posts, 0);
 	s->driver = strdup(cfg->driver);
 	s->registry_dir = strdup(cfg->registry_dir);
@@ -1025,6 +1010,7 @@ void dra_service_publish_health(struct dra_service *s, const struct dra_device_h
 			dh[i].device = &id[i];
 			dh[i].health = (V1__HealthStatus)h[i].health;
 			dh[i].last_updated_time = h[i].last_updated;
+			dh[i].health_check_timeout_seconds = DRA_HEALTH_TIMEOUT_SEC;
 			dh[i].message = (char *)(h[i].message ? h[i].message : "");
 			dp[i] = &dh[i];
 		}
@@ -1048,10 +1034,6 @@ void dra_service_publish_health(struct dra_service *s, const struct dra_device_h
 	s->health = buf;
 	s->health_len = len;
 	s->has_health = true;
-	if (s->dra.srv) {
-		size_t a = gc_server_publish(s->dra.srv, M_HEALTH_V1, buf, len);
-		size_t b = gc_server_publish(s->dra.srv, M_HEALTH_V1ALPHA1, buf, len);
-
-		log_debug("health of %zu devices sent to %zu stream(s)", n, a + b);
-	}
+	log_debug("health of %zu devices published", n);
+	health_send(s);
 }

@@ -29,6 +29,16 @@
 
 #define DRA_CLAIMS_PER_CALL_MAX 1024
 
+/*
+ * Health freshness. The kubelet stamps each device of a NodeWatchResources message with
+ * the time it arrives and reports a device Unknown in pod status once that is older than
+ * the device's health_check_timeout_seconds (30 s when 0). Every device says
+ * DRA_HEALTH_TIMEOUT_SEC, and the streams get the complete list again every
+ * DRA_HEALTH_RESEND_SEC without a change, so two lost re-sends still leave it fresh.
+ */
+#define DRA_HEALTH_TIMEOUT_SEC 60
+#define DRA_HEALTH_RESEND_SEC 20
+
 enum dra_batch_kind { DRA_BATCH_PREPARE, DRA_BATCH_UNPREPARE };
 
 /* Validated on the gRPC thread (service-internal.h): uid [A-Za-z0-9_.:-]{1,128}, namespace
@@ -49,6 +59,9 @@ struct dra_service_config {
 	/* The kubelet's NotifyRegistrationStatus, on the loop (error "" when registered). */
 	void (*registered)(void *userdata, bool ok, const char *error);
 	void *userdata;
+	/* The health list is sent again after this long without a change; 0:
+	 * DRA_HEALTH_RESEND_SEC (tests shorten it). */
+	uint64_t health_resend_usec;
 };
 
 /* Serves both sockets (0600; stale sockets replaced, a live one -EADDRINUSE, a
@@ -85,6 +98,7 @@ struct dra_device_health {
 	int64_t last_updated; /* Unix seconds */
 };
 
-/* The complete health list for every NodeWatchResources stream (v1 and v1alpha1); the
- * last one is kept for streams opened later. */
+/* The complete health list for every NodeWatchResources stream (v1 and v1alpha1), each
+ * device with health_check_timeout_seconds DRA_HEALTH_TIMEOUT_SEC; the last one is kept
+ * for streams opened later and sent again every health_resend_usec (above). */
 void dra_service_publish_health(struct dra_service *s, const struct dra_device_health *h, size_t n);

@@ -46,7 +46,9 @@ cJSON *dra_slice_object(const char *driver, const char *node, const cJSON *spec,
 long long dra_slice_generation(const cJSON *object);
 
 /* True when the server's spec have says what want says: equal JSON, except that the
- * fields the API server fills in itself (taints[].timeAdded) are ignored. */
+ * fields the API server fills in itself (taints[].timeAdded) are ignored, and so is an
+ * allowMultipleAllocations want has and have lacks (a server without the feature drops
+ * it). */
 bool dra_slice_spec_equal(const cJSON *want, const cJSON *have);
 
 enum dra_slice_op_kind {

@@ -35,6 +35,7 @@
  * control characters is left out, never cut: a cut value would be a false one. At most 32
  * attributes per device. An unhealthy device carries the taint
  * {"key": "<driver>/unhealthy", "value": <reason as a label value>, "effect": "NoSchedule"}.
+ * A device of a pool with mode shared carries "allowMultipleAllocations": true.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -281,6 +282,12 @@ cJSON *dra_slice_devices(const struct dra_inventory *inv, const char *driver)
 		}
 		if (!cJSON_AddStringToObject(dev, "name", h->name))
 			return NULL;
+		/* A shared pool's device may go to several claims (consumable capacity,
+		 * resource.k8s.io/v1 since 1.34 behind DRAConsumableCapacity); their results
+		 * then carry a shareID. */
+		if (dra_hca_shared(inv, h) &&
+		    !cJSON_AddTrueToObject(dev, "allowMultipleAllocations"))
+			return NULL;
 		attrs = device_attributes(inv, h, driver);
 		if (!attrs || !cJSON_AddItemToObject(dev, "attributes", attrs)) {
 			cJSON_Delete(attrs);
@@ -421,18 +428,45 @@ long long dra_slice_generation(const cJSON *object)
 	return (long long)v;
 }
 
-/* A copy of a server spec without the fields the server fills in. */
-static cJSON *spec_normalised(const cJSON *have)
+/* want's device at index i when it has that name, else NULL. */
+static const cJSON *want_device(const cJSON *want, int i, const cJSON *name)
+{
+	const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(want, "devices"), i);
+
+	return cJSON_IsString(name) &&
+		       cJSON_Compare(cJSON_GetObjectItemCaseSensitive(d, "name"), name, true)
+		   ? d
+		   : NULL;
+}
+
+/*
+ * A copy of a server spec without the fields the server fills in, and with the
+ * allowMultipleAllocations want asks for where the server left it out: an API server
+ * without DRAConsumableCapacity (off by default before 1.36) drops the field on write,
+ * and a publisher that counted that as a difference would update the slice for ever.
+ */
+static cJSON *spec_normalised(const cJSON *have, const cJSON *want)
 {
 	cJSON *c = cJSON_Duplicate(have, true), *dev;
+	int i = 0;
 
 	if (!c)
 		return NULL;
 	cJSON_ArrayForEach (dev, cJSON_GetObjectItemCaseSensitive(c, "devices")) {
+		const cJSON *w =
+		    want_device(want, i++, cJSON_GetObjectItemCaseSensitive(dev, "name"));
+		const cJSON *multi =
+		    cJSON_GetObjectItemCaseSensitive(w, "allowMultipleAllocations");
 		cJSON *t;
 
 		cJSON_ArrayForEach (t, cJSON_GetObjectItemCaseSensitive(dev, "taints"))
 			cJSON_DeleteItemFromObjectCaseSensitive(t, "timeAdded");
+		if (multi && !cJSON_GetObjectItemCaseSensitive(dev, "allowMultipleAllocations") &&
+		    !cJSON_AddItemToObject(dev, "allowMultipleAllocations",
+					   cJSON_Duplicate(multi, true))) {
+			cJSON_Delete(c);
+			return NULL;
+		}
 	}
 	return c;
 }
@@ -443,7 +477,7 @@ bool dra_slice_spec_equal(const cJSON *want, const cJSON *have)
 
 	if (!want || !have)
 		return false;
-	n = spec_normalised(have);
+	n = spec_normalised(have, want);
 	return n && cJSON_Compare(want, n, true);
 }
 

@@ -293,6 +293,9 @@ def validate_device(e, field, d, warnings):
     if n > MAX_ATTRS_CAPS:
         e.invalid(field, n, "the total number of attributes and capacities must not exceed %d"
                   % MAX_ATTRS_CAPS)
+    amu = d.get("allowMultipleAllocations")
+    if amu is not None and not isinstance(amu, bool):
+        e.invalid(field + ".allowMultipleAllocations", amu, "must be a boolean")
     taints = d.get("taints")
     if taints is not None:
         if not isinstance(taints, list):
@@ -300,6 +303,16 @@ def validate_device(e, field, d, warnings):
         else:
             for i, t in enumerate(taints):
                 validate_taint(e, "%s.taints[%d]" % (field, i), t, warnings)
+
+
+def drop_disabled_fields(api, body):
+    """body as the server stores it: fields of disabled features dropped (a copy)."""
+    body = copy.deepcopy(body)
+    if not api.consumable_capacity:
+        for d in (body.get("spec") or {}).get("devices") or []:
+            if isinstance(d, dict):
+                d.pop("allowMultipleAllocations", None)
+    return body
 
 
 def validate_slice(obj, old=None):
@@ -447,6 +460,10 @@ class ApiServer:
         self.rules = []
         self.stalls = []
         self.tls_failures = 0
+        # The DRAConsumableCapacity feature gate (beta, on, from 1.36): off, a written
+        # slice loses its devices' allowMultipleAllocations, as the real server drops a
+        # field of a disabled feature.
+        self.consumable_capacity = True
         self.stopping = threading.Event()
         self.watch_epoch = 0  # bumped by close_watches(): every open watch ends
         self.httpd = None
@@ -923,6 +940,7 @@ class Handler(BaseHTTPRequestHandler):
                       "with an alphanumeric character")
         if e.items:
             return self.invalid(e, name)
+        body = drop_disabled_fields(api, body)
         with api.cond:
             if name in api.slices_by_name:
                 return self.send_status(409, 'resourceslices.%s "%s" already exists'
@@ -975,6 +993,7 @@ class Handler(BaseHTTPRequestHandler):
         e, warnings = validate_slice(body, old)
         if e.items:
             return self.invalid(e, name)
+        body = drop_disabled_fields(api, body)
         with api.cond:
             cur = api.slices_by_name.get(name)
             if cur is None:

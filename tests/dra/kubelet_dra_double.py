@@ -341,12 +341,14 @@ class DRAClient:
 # ---- health streams ------------------------------------------------------------------------
 
 class HealthStream:
-    """One NodeWatchResources stream; lists holds every message received, in order."""
+    """One NodeWatchResources stream; lists holds every message received, in order, and
+    times when each arrived (time.monotonic(): the kubelet stamps devices on arrival)."""
 
     def __init__(self, endpoint, protos, version="v1"):
         pb = protos.health[version]
         self.pb = pb
         self.lists = []
+        self.times = []
         self.cond = threading.Condition()
         self.ended = False
         self.error = None
@@ -367,6 +369,7 @@ class HealthStream:
                         for d in resp.devices]
                 with self.cond:
                     self.lists.append(devs)
+                    self.times.append(time.monotonic())
                     self.cond.notify_all()
         except grpc.RpcError as e:
             self.error = e

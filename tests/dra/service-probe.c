@@ -3,15 +3,16 @@
  * service-probe: dra_service on an sd-event loop, answering batches by a script the
  * test knows, so test-service.py can drive it with the kubelet double.
  *
- *   service-probe DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [no-fswatch]]
+ *   service-probe DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [OPTION...]]
  *
  * no-fswatch: the service gets no inotify watcher and relies on its poll alone.
+ * resend-ms=N: the unchanged health list is sent again every N ms (default: the service's).
  *
  * Claims by UID: "fail-*" fail with "probe refuses <uid>"; "skip-*" are left unanswered
  * (the service must answer them itself); "slow-*" hold the whole batch back SLOW_MS
  * (default 2000) before it is finished; any other succeeds, Prepare with two canned
- * devices per claim (see prepare_one). Events go to stdout, one line each, flushed:
- *   ready | registered ok | registered failed <error> | batch prepare|unprepare <n> <uids>
+ * devices per claim, the second a share (see prepare_one). Events go to stdout, one line each,
+ * flushed: ready | registered ok | registered failed <error> | batch prepare|unprepare <n> <uids>
  *   | finished <n> | stopped
  * stdin takes health lists, one command a line:
  *   health <device>=<healthy|unhealthy|unknown>[:<message>] ...   (pool "node1")
@@ -32,6 +33,7 @@
 #include "service.h"
 
 #define POOL "node1"
+#define PROBE_SHARE_ID "11111111-2222-4333-8444-555555555555" /* the second device's */
 
 struct probe {
 	sd_event *loop;
@@ -79,7 +81,8 @@ static int prepare_one(struct dra_batch *b, size_t i, const char *uid)
 	     .n_requests = 2,
 	     .device = (char *)"pci-0000-86-00-1",
 	     .cdi_ids = ids1,
-	     .n_cdi_ids = 2},
+	     .n_cdi_ids = 2,
+	     .share_id = (char *)PROBE_SHARE_ID},
 	};
 	struct dra_prepared_claim pc = {.uid = (char *)uid, .devices = d, .n_devices = 2};
 
@@ -246,25 +249,32 @@ static int on_signal(sd_event_source *src, const struct signalfd_siginfo *si, vo
 int main(int argc, char **argv)
 {
 	struct probe p = {.slow_ms = 2000};
+	bool fswatch = true;
+	uint64_t resend_usec = 0;
 	sd_event_source *in = NULL;
 	sigset_t mask;
 	int r;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [no-fswatch]]\n",
+		fprintf(stderr, "usage: %s DRIVER REGISTRY_DIR PLUGIN_DIR [SLOW_MS [OPTION...]]\n",
 			argv[0]);
 		return 2;
 	}
 	if (argc > 4)
 		p.slow_ms = (unsigned)atoi(argv[4]);
+	for (int i = 5; i < argc; i++) {
+		if (strcmp(argv[i], "no-fswatch") == 0)
+			fswatch = false;
+		else if (strncmp(argv[i], "resend-ms=", 10) == 0)
+			resend_usec = strtoull(argv[i] + 10, NULL, 10) * 1000;
+	}
 	log_set_level(LOG_LVL_DEBUG);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	if (sd_event_new(&p.loop) < 0 || mailbox_new(p.loop, &p.mb) < 0 ||
-	    (!(argc > 5 && strcmp(argv[5], "no-fswatch") == 0) && fswatch_new(p.loop, &p.fw) < 0) ||
-	    gc_runtime_new(p.mb, &p.rt) < 0)
+	    (fswatch && fswatch_new(p.loop, &p.fw) < 0) || gc_runtime_new(p.mb, &p.rt) < 0)
 		return 1;
 	sd_event_add_signal(p.loop, NULL, SIGTERM, on_signal, &p);
 	sd_event_add_signal(p.loop, NULL, SIGINT, on_signal, &p);
@@ -277,6 +287,7 @@ int main(int argc, char **argv)
 				  .batch = on_batch,
 				  .registered = on_registered,
 				  .userdata = &p,
+				  .health_resend_usec = resend_usec,
 			      },
 			      &p.svc);
 	if (r < 0) {

@@ -108,6 +108,10 @@ static void test_round_trip(void)
 	EQ_INT(dra_checkpoint_add(c, claim(UID_B, "pci-0000-5e-00-0", 1)), 0, "add B");
 	free(c->claims[1].spec_file);
 	c->claims[1].spec_file = NULL; /* a claim without a spec file */
+	/* A's device is a share of a device that allows multiple allocations, reached with
+	 * admin access. */
+	c->claims[0].devices[0].share_id = strdup("9f0e1d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f");
+	c->claims[0].devices[0].admin = true;
 
 	/* A permissive umask must not make the checkpoint readable by others. */
 	old_umask = umask(0);
@@ -134,6 +138,13 @@ static void test_round_trip(void)
 		EQ_STR(back->claims[0].devices[0].cdi_ids[1], "rdma.example/claim=" UID_A,
 		       "A's claim CDI ID");
 		ok(back->claims[1].spec_file == NULL, "B without spec file stays without");
+		EQ_STR(back->claims[0].devices[0].share_id, "9f0e1d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f",
+		       "A's share ID");
+		ok(back->claims[0].devices[0].admin, "A's admin access");
+		ok(back->claims[1].devices[0].share_id == NULL && !back->claims[1].devices[0].admin,
+		   "B: no share ID, no admin access");
+		ok(dra_checkpoint_holder(back, "pci-0000-3b-00-0", UID_B) == NULL,
+		   "A reaches its device with admin access: it holds it for nobody");
 		EQ_STR(dra_checkpoint_holder(back, "pci-0000-5e-00-0", UID_A), UID_B,
 		       "B holds its device after the restart");
 		ok(dra_checkpoint_find(back, UID_B) == &back->claims[1], "find B");
@@ -159,6 +170,12 @@ static void test_round_trip(void)
 	EQ_STR(c->claims[0].devices[0].device, "pci-0000-86-00-0", "with the new devices");
 
 	/* Nothing is written that the next start would refuse. */
+	c->claims[0].devices[0].share_id = strdup("../x");
+	r = dra_checkpoint_save(c, tmpdir, err, sizeof(err));
+	EQ_INT(r, -EINVAL, "an entry with a bad share ID is not saved");
+	EQ_STR(err, "claims[0].devices[].shareID: not a share ID", "its reason");
+	free(c->claims[0].devices[0].share_id);
+	c->claims[0].devices[0].share_id = NULL;
 	free(c->claims[0].namespace);
 	c->claims[0].namespace = strdup("");
 	r = dra_checkpoint_save(c, tmpdir, err, sizeof(err));
@@ -255,6 +272,47 @@ static void test_corrupt(void)
 		     "\"name\":\"b\",\"devices\":[{\"device\":\"d\",\"requests\":[\"r\"],"
 		     "\"cdiDeviceIDs\":[\"k/c=x\"]}]}]}",
 		     -EBADMSG, "claims[0].namespace", "a control character");
+}
+
+/* A checkpoint of a release before shareID and adminAccess: read as before, and what the
+ * driver writes now for such claims is the same text. */
+static void test_old_format(void)
+{
+	const char *old = "{\"version\":1,\"claims\":[" CLAIM_OK "]}";
+	struct dra_checkpoint *c = NULL;
+	char err[512] = "", *buf = NULL;
+	size_t len;
+	int r;
+
+	write_file(DRA_CHECKPOINT_NAME, old);
+	r = dra_checkpoint_load(tmpdir, &c, err, sizeof(err));
+	if (!ok(r == 0, "an older checkpoint loads"))
+		printf("#   %d %s\n", r, err);
+	if (r == 0) {
+		ok(c->claims[0].devices[0].share_id == NULL, "no share ID");
+		ok(!c->claims[0].devices[0].admin, "no admin access: the device is held");
+		EQ_STR(dra_checkpoint_holder(c, "pci-0000-3b-00-0", UID_B), UID_A, "by its claim");
+		EQ_INT(dra_checkpoint_format(c, &buf, &len, err, sizeof(err)), 0, "formats");
+		ok(buf && !strstr(buf, "shareID") && !strstr(buf, "adminAccess"),
+		   "written back without the new keys");
+		free(buf);
+	}
+	dra_checkpoint_free(c);
+	unlink(path_of(DRA_CHECKPOINT_NAME));
+
+	refused_file("{\"version\":1,\"claims\":[{\"uid\":\"u1\",\"namespace\":\"a\",\"name\":"
+		     "\"b\",\"devices\":[{\"device\":\"d\",\"requests\":[\"r\"],\"cdiDeviceIDs\":"
+		     "[\"k/c=x\"],\"adminAccess\":\"yes\"}]}]}",
+		     -EBADMSG, "claims[0].devices[0].adminAccess: not a boolean",
+		     "adminAccess a string");
+	refused_file("{\"version\":1,\"claims\":[{\"uid\":\"u1\",\"namespace\":\"a\",\"name\":"
+		     "\"b\",\"devices\":[{\"device\":\"d\",\"requests\":[\"r\"],\"cdiDeviceIDs\":"
+		     "[\"k/c=x\"],\"shareID\":\"a b\"}]}]}",
+		     -EBADMSG, "claims[0].devices[].shareID: not a share ID", "a bad share ID");
+	refused_file("{\"version\":1,\"claims\":[{\"uid\":\"u1\",\"namespace\":\"a\",\"name\":"
+		     "\"b\",\"devices\":[{\"device\":\"d\",\"requests\":[\"r\"],\"cdiDeviceIDs\":"
+		     "[\"k/c=x\"],\"shareID\":1}]}]}",
+		     -EBADMSG, "claims[0].devices[0].shareID: not a string", "a share ID number");
 }
 
 static void test_oversize(void)
@@ -389,6 +447,7 @@ int main(void)
 	test_absent();
 	test_round_trip();
 	test_corrupt();
+	test_old_format();
 	test_oversize();
 	test_symlinks();
 	test_longest_names();

@@ -140,6 +140,46 @@ static void test_results_refused(void)
 			-EINVAL,
 			"claim default/c1: status.allocation.devices.results[0].adminAccess: not "
 			"a boolean");
+	{
+		/* The share ID goes back to the kubelet and into the checkpoint. */
+		static const char *const bad[] = {"../x", "abc def", "1234-abcd\\n", "----", "zz11",
+						  "{}",	  ""};
+		char long_id[DRA_SHARE_ID_MAX + 2], text[256];
+
+		for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+			char *res;
+
+			snprintf(text, sizeof(text), "\"shareID\":\"%s\"", bad[i]);
+			res = result_json("nic", "d", text);
+			refused_results(bad[i][0] ? bad[i] : "empty shareID", res, -EINVAL,
+					bad[i][0]
+					    ? "claim default/c1: status.allocation.devices."
+					      "results[0].shareID: not a UUID (hex digits and "
+					      "'-')"
+					    : "claim default/c1: status.allocation.devices."
+					      "results[0].shareID: empty");
+			free(res);
+		}
+		memset(long_id, 'a', sizeof(long_id) - 1);
+		long_id[sizeof(long_id) - 1] = '\0';
+		snprintf(text, sizeof(text), "\"shareID\":\"%s\"", long_id);
+		{
+			char *res = result_json("nic", "d", text);
+
+			refused_results("shareID over DRA_SHARE_ID_MAX", res, -EINVAL,
+					"claim default/c1: status.allocation.devices.results[0]."
+					"shareID: too long");
+			free(res);
+		}
+		{
+			char *res = result_json("nic", "d", "\"shareID\":7");
+
+			refused_results("shareID a number", res, -EINVAL,
+					"claim default/c1: status.allocation.devices.results[0]."
+					"shareID: not a string");
+			free(res);
+		}
+	}
 	refused_results("tolerations not a list",
 			"{\"request\":\"r\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL
 			"\",\"device\":\"d\",\"tolerations\":{}}",
@@ -199,7 +239,11 @@ static void test_results_taken(void)
 		      "{\"request\":\"nic\",\"driver\":\"" DRIVER "\",\"pool\":\"node2\","
 		      "\"device\":\"pci-0000-5e-00-0\"},"
 		      "{\"request\":\"nic/big\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL
-		      "\",\"device\":\"pci-0000-86-00-0\",\"shareID\":\"1234-abcd\"}]},"
+		      "\",\"device\":\"pci-0000-86-00-0\",\"shareID\":\"1234-abcd\","
+		      "\"adminAccess\":true},"
+		      "{\"request\":\"mon\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL
+		      "\",\"device\":\"pci-0000-5e-00-0\",\"adminAccess\":null,"
+		      "\"shareID\":\"9f0e1d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f\"}]},"
 		      "\"config\":[{\"opaque\":{}}]}}}",
 		      UID, &r, &n, err, sizeof(err));
 	EQ_INT(ret, 0, "a claim with two results of ours among others");
@@ -207,13 +251,18 @@ static void test_results_taken(void)
 		printf("#   %s\n", err);
 		return;
 	}
-	EQ_INT(n, 2, "only our driver's results in our pool");
+	EQ_INT(n, 3, "only our driver's results in our pool");
 	EQ_STR(r[0].request, "nic", "first request");
 	EQ_STR(r[0].device, "pci-0000-3b-00-0", "first device");
 	ok(r[0].share_id == NULL, "no share ID when none");
 	EQ_STR(r[1].request, "nic/big", "a subrequest's result");
 	EQ_STR(r[1].share_id, "1234-abcd", "share ID");
 	ok(!r[0].tolerates_unhealthy && !r[1].tolerates_unhealthy, "no tolerations");
+	ok(!r[0].admin_access, "adminAccess false: no admin access");
+	ok(r[1].admin_access, "adminAccess true: admin access");
+	ok(n == 3 && !r[2].admin_access, "adminAccess null: no admin access");
+	if (n == 3)
+		EQ_STR(r[2].share_id, "9f0e1d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f", "a UUID share ID");
 	dra_results_free(r, n);
 }
 
@@ -483,6 +532,103 @@ static void test_shared(const struct fixture *f)
 	dra_checkpoint_free(c);
 }
 
+/* Admin access reaches a device another claim holds, and holds nothing itself. */
+static void test_admin(const struct fixture *f)
+{
+	struct dra_result admin[] = {res("mon", "pci-0000-5e-00-0", false)};
+	struct dra_result normal[] = {res("nic", "pci-0000-5e-00-0", false)};
+	struct dra_result mixed[] = {res("mon", "pci-0000-3b-00-0", false),
+				     res("nic", "pci-0000-3b-00-0", false)};
+	struct dra_checkpoint *c = checkpoint_with(UID2, "pci-0000-5e-00-0");
+	struct dra_prepared_claim *p;
+	char err[512];
+	cJSON *spec;
+	int ret;
+
+	admin[0].admin_access = true;
+	ret = prepare(f, c, admin, 1, &p, &spec, err, sizeof(err));
+	if (!ok(ret == 0, "admin access to an exclusive device another claim holds"))
+		printf("#   %d %s\n", ret, err);
+	if (ret < 0) {
+		dra_checkpoint_free(c);
+		return;
+	}
+	ok(p->devices[0].admin, "the prepared device is marked admin");
+	EQ_STR(p->devices[0].cdi_ids[0], "rdma.example/hca=0000:5e:00.0",
+	       "with the HCA's CDI ID, as any claim");
+	cJSON_Delete(spec);
+	p->devices[0].share_id = strdup("abcdef01-2345-4678-89ab-cdef01234567");
+	EQ_INT(dra_checkpoint_add(c, p), 0, "the admin claim recorded");
+	ret = prepare(f, c, admin, 1, &p, &spec, err, sizeof(err));
+	EQ_INT(ret, 1, "prepared again: the recorded answer");
+	if (ret == 1) {
+		ok(p->devices[0].admin, "still admin");
+		EQ_STR(p->devices[0].share_id, "abcdef01-2345-4678-89ab-cdef01234567",
+		       "the same share ID");
+		dra_prepared_claim_free(p);
+	}
+
+	/* The holder goes; the admin claim does not count as holding the device. */
+	EQ_INT(dra_checkpoint_remove(c, UID2), 1, "the exclusive claim unprepared");
+	ok(dra_checkpoint_holder(c, "pci-0000-5e-00-0", UID2) == NULL,
+	   "an admin claim holds no device");
+	ret = dra_prepare(c, &f->inv, DRIVER, "default", "c2", UID2, normal, 1, &p, &spec, err,
+			  sizeof(err));
+	if (!ok(ret == 0, "a normal claim is not refused because of an admin claim"))
+		printf("#   %d %s\n", ret, err);
+	if (ret == 0) {
+		ok(!p->devices[0].admin, "a normal claim's device is not admin");
+		cJSON_Delete(spec);
+		EQ_INT(dra_checkpoint_add(c, p), 0, "the normal claim recorded");
+		EQ_STR(dra_checkpoint_holder(c, "pci-0000-5e-00-0", UID), UID2,
+		       "and it holds the device");
+	}
+	dra_checkpoint_free(c);
+
+	/* One device, one admin result and one normal one: the device is held. */
+	mixed[0].admin_access = true;
+	ret = prepare(f, NULL, mixed, 2, &p, &spec, err, sizeof(err));
+	EQ_INT(ret, 0, "admin and normal results on one device");
+	if (ret == 0) {
+		EQ_INT(p->n_devices, 1, "one device");
+		ok(!p->devices[0].admin, "held: not every result is admin");
+		EQ_INT(p->devices[0].n_requests, 2, "both requests");
+		dra_prepared_claim_free(p);
+		cJSON_Delete(spec);
+	}
+}
+
+/* Share IDs are kept per device, and a device with two shares is two devices. */
+static void test_share_ids(const struct fixture *f)
+{
+	struct dra_result r[] = {
+	    res("a", "pci-0000-af-00-0", false), res("b", "pci-0000-af-00-0", false),
+	    res("c", "pci-0000-af-00-0", false), res("d", "pci-0000-3b-00-0", false)};
+	struct dra_prepared_claim *p;
+	char err[512];
+	cJSON *spec;
+	int ret;
+
+	r[0].share_id = (char *)"11111111-2222-4333-8444-555555555555";
+	r[1].share_id = (char *)"66666666-7777-4888-9999-aaaaaaaaaaaa";
+	r[2].share_id = (char *)"11111111-2222-4333-8444-555555555555";
+	ret = prepare(f, NULL, r, ELEMENTSOF(r), &p, &spec, err, sizeof(err));
+	EQ_INT(ret, 0, "a shared device with two shares");
+	if (ret < 0) {
+		printf("#   %s\n", err);
+		return;
+	}
+	EQ_INT(p->n_devices, 3, "one device per share, and the unshared one");
+	EQ_STR(p->devices[0].share_id, "11111111-2222-4333-8444-555555555555", "first share");
+	EQ_INT(p->devices[0].n_requests, 2, "serves both requests of that share");
+	EQ_STR(p->devices[1].share_id, "66666666-7777-4888-9999-aaaaaaaaaaaa", "second share");
+	EQ_STR(p->devices[1].device, "pci-0000-af-00-0", "of the same device");
+	ok(p->devices[2].share_id == NULL, "no share ID when the result has none");
+	EQ_STR(env_of(spec), "RDMA_CDI_DEVICES=mlx5_7,mlx5_2", "each RDMA name once in the env");
+	dra_prepared_claim_free(p);
+	cJSON_Delete(spec);
+}
+
 static void test_idempotent(const struct fixture *f)
 {
 	struct dra_result r[] = {res("nic", "pci-0000-3b-00-0", false)};
@@ -620,6 +766,8 @@ int main(void)
 	test_prepare_refused(f);
 	test_prepare_bad_args(f);
 	test_shared(f);
+	test_admin(f);
+	test_share_ids(f);
 	test_idempotent(f);
 	test_unhealthy_tolerated(f);
 	test_merge(f);

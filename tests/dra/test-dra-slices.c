@@ -145,6 +145,59 @@ static void test_sriov_attributes(void)
 	fixture_free(fx);
 }
 
+/* A shared pool's devices may go to several claims: allowMultipleAllocations, which a
+ * server without the feature drops - and that is no difference to publish again. */
+static void test_shared_pool(void)
+{
+	struct fixture *fx = fixture_scan("dgx");
+	struct cfg *cfg;
+	struct cfg_assignment *a;
+	const char *yaml = "pools:\n"
+			   "  - resourceName: rdma.example/shared\n"
+			   "    mode: shared\n"
+			   "    sharedSlots: 4\n"
+			   "    selectors:\n"
+			   "      names: [mlx5_0]\n"
+			   "  - resourceName: rdma.example/hca\n";
+	struct dra_inventory *inv = inventory_of(fx->node, yaml, &cfg, &a);
+	cJSON *devs = dra_slice_devices(inv, DRV), *specs, *have, *d0;
+	const cJSON *dev;
+	size_t shared = 0, plain = 0;
+
+	cJSON_ArrayForEach (dev, devs) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(dev, "allowMultipleAllocations");
+
+		if (strcmp(str_attr(dev, DRV "/pool") ?: "", "rdma.example/shared") == 0)
+			shared += cJSON_IsTrue(m);
+		else
+			plain += m == NULL;
+	}
+	ok(shared == 1, "the shared pool's device: allowMultipleAllocations true");
+	ok(plain == (size_t)cJSON_GetArraySize(devs) - 1, "the others: no such field");
+	specs = dra_slice_specs(DRV, "node1", 1, devs);
+	ok(all_valid(specs), "the slice passes the API server's validation");
+
+	have = cJSON_Duplicate(cJSON_GetArrayItem(specs, 0), true);
+	ok(dra_slice_spec_equal(cJSON_GetArrayItem(specs, 0), have), "equal to itself");
+	cJSON_ArrayForEach (d0, cJSON_GetObjectItemCaseSensitive(have, "devices"))
+		cJSON_DeleteItemFromObjectCaseSensitive(d0, "allowMultipleAllocations");
+	ok(dra_slice_spec_equal(cJSON_GetArrayItem(specs, 0), have),
+	   "a server that dropped allowMultipleAllocations holds what we want");
+	ok(!dra_slice_spec_equal(have, cJSON_GetArrayItem(specs, 0)),
+	   "but a server that has it where we want none differs");
+	cJSON_ArrayForEach (d0, cJSON_GetObjectItemCaseSensitive(have, "devices"))
+		cJSON_AddFalseToObject(d0, "allowMultipleAllocations");
+	ok(!dra_slice_spec_equal(cJSON_GetArrayItem(specs, 0), have),
+	   "and so does one that says false");
+	cJSON_Delete(have);
+	cJSON_Delete(specs);
+	cJSON_Delete(devs);
+	dra_inventory_free(inv);
+	cfg_assignment_free(a);
+	cfg_free(cfg);
+	fixture_free(fx);
+}
+
 /* The quirks fixture: renamed devices, an SF without PCI address, a garbage NUMA node, a
  * device with an unusable sibling on its function, hostile attribute values. */
 static void test_quirks(void)
@@ -524,6 +577,7 @@ int main(int argc, char **argv)
 	fixture_args(argc, argv);
 	test_dgx_attributes();
 	test_sriov_attributes();
+	test_shared_pool();
 	test_quirks();
 	test_omitted();
 	test_label_values();

@@ -716,6 +716,18 @@ def sc_port_down(c):
     tap.ok(devs is not None, "ACTIVE again: the taint is removed")
     lst = h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == "HEALTHY", 3)
     tap.ok(lst is not None, "health stream: HEALTHY again")
+    # The kubelet reports a device Unknown once its last report is older than the
+    # timeout it carries: the driver says 60 s and repeats the list every 20 s.
+    tap.ok(lst and all(y.timeout == 60 for y in lst),
+           "every device carries health_check_timeout_seconds 60", lst)
+    with h.cond:
+        n, t_last = len(h.lists), h.times[-1]
+    again = h.wait(lambda ls: len(ls) > n, 25)
+    with h.cond:
+        gap = h.times[n] - t_last if len(h.times) > n else None
+    tap.ok(again == lst and gap is not None and 18 < gap < 23,
+           "unchanged, the list is sent again about 20 s later, within the timeout",
+           "gap %s" % gap)
 
 
 def sc_wrong_ca(c):
@@ -795,6 +807,86 @@ def sc_pools(c):
     tap.ok(d.wait_log("rejected, the previous config stays"), "an invalid edit is refused")
     time.sleep(0.3)
     tap.ok(set(c.devices()) == {dev_name(n) for n in ROCE}, "... and the slices stay")
+
+
+POOLS_SHARED = """pools:
+  - resourceName: rdma.example/shared
+    mode: shared
+    sharedSlots: 4
+    selectors:
+      names: [mlx5_0]
+  - resourceName: rdma.example/hca
+"""
+SHARE_A = "11111111-2222-4333-8444-555555555555"
+SHARE_B = "66666666-7777-4888-9999-aaaaaaaaaaaa"
+
+
+def sc_admin_share(c):
+    """A shared pool's device: allowMultipleAllocations (dropped by a server without the
+    feature, and then not published again and again), shares prepared side by side with
+    their shareID echoed; adminAccess reaches a held device and holds none."""
+    tap = c.tap
+    with open(c.config, "w") as f:
+        f.write(POOLS_SHARED)
+    c.api.consumable_capacity = False  # 1.34/1.35 default
+    d, reg, cl = c.up()
+    shared = dev_name("mlx5_0")
+    tap.ok(all("allowMultipleAllocations" not in dv for dv in c.devices().values()),
+           "a server without DRAConsumableCapacity drops allowMultipleAllocations",
+           c.devices().get(shared))
+    puts = len(c.api.requests_matching("PUT", "/apis/resource.k8s.io/v1/resourceslices"))
+    c.api.close_watches()  # a fresh list: the driver compares again
+    time.sleep(3)
+    tap.ok(len(c.api.requests_matching("PUT", "/apis/resource.k8s.io/v1/resourceslices"))
+           == puts, "... and the driver does not count that as a difference to publish again",
+           d.log_text()[-1500:])
+    c.api.consumable_capacity = True
+    c.api.delete_all_slices()
+    devs = c.wait_devices(lambda ds: len(ds) == 10, 8)
+    tap.ok(devs and devs[shared].get("allowMultipleAllocations") is True and
+           all("allowMultipleAllocations" not in v for k, v in devs.items() if k != shared),
+           "with the feature: the shared pool's device allows multiple allocations, no other",
+           devs and devs.get(shared))
+
+    # Two claims with a share each of the shared device, prepared side by side.
+    s1 = c.api.add_claim("default", "s1", results=[dict(result("mlx5_0"), shareID=SHARE_A)])
+    s2 = c.api.add_claim("default", "s2", results=[dict(result("mlx5_0"), shareID=SHARE_B)])
+    u1, u2 = s1["metadata"]["uid"], s2["metadata"]["uid"]
+    ans = cl.prepare([("default", "s1", u1), ("default", "s2", u2)])
+    tap.ok([x.get("share_id") for x in ans.get(u1, {}).get("devices", [])] == [SHARE_A] and
+           [x.get("share_id") for x in ans.get(u2, {}).get("devices", [])] == [SHARE_B],
+           "each share prepared, its shareID in Device.share_id", ans)
+    tap.ok(SHARE_A in c.checkpoint() and SHARE_B in c.checkpoint(),
+           "the checkpoint keeps the share IDs")
+    again = cl.prepare([("default", "s1", u1)])
+    tap.ok(again.get(u1) == ans.get(u1), "Prepare again: the same share_id", again)
+    bad = c.api.add_claim("default", "bad", results=[dict(result("mlx5_0"), shareID="../x")])
+    ab = cl.prepare([("default", "bad", bad["metadata"]["uid"])])
+    tap.ok("shareID: not a UUID" in ab.get(bad["metadata"]["uid"], {}).get("error", ""),
+           "a shareID that is no UUID: the claim is refused, saying why", ab)
+
+    # adminAccess on an exclusive device another claim holds.
+    h = c.api.add_claim("default", "holder", results=[result("mlx5_1")])
+    hu = h["metadata"]["uid"]
+    mon = c.api.add_claim("monitoring", "mon", results=[dict(result("mlx5_1", "mon"),
+                                                            adminAccess=True)])
+    mu = mon["metadata"]["uid"]
+    n1 = c.api.add_claim("default", "n1", results=[result("mlx5_1")])
+    nu = n1["metadata"]["uid"]
+    ans = cl.prepare([("default", "holder", hu), ("monitoring", "mon", mu)])
+    tap.ok(ans.get(hu, {}).get("error") == "" and ans.get(mu, {}).get("error") == "",
+           "an admin claim reaches a device another claim holds", ans)
+    ans = cl.prepare([("default", "n1", nu)])
+    tap.ok(hu in ans.get(nu, {}).get("error", ""),
+           "a second normal claim is still refused, naming the holder", ans)
+    tap.ok(cl.unprepare([("default", "holder", hu)]) == {hu: ""}, "the holder unprepared")
+    ans = cl.prepare([("default", "n1", nu)])
+    tap.ok(ans.get(nu, {}).get("error") == "",
+           "the admin claim holds nothing: a normal claim gets the device", ans)
+    ck = json.loads(c.checkpoint() or "{}")
+    adm = [x for cl_ in ck.get("claims", []) if cl_["uid"] == mu for x in cl_["devices"]]
+    tap.ok(adm and all(x.get("adminAccess") is True for x in adm),
+           "the checkpoint records the admin entry", adm)
 
 
 def sc_valgrind(c):
@@ -960,6 +1052,7 @@ SCENARIOS = {
     "hotplug": sc_hotplug,
     "port-down": sc_port_down,
     "pools": sc_pools,
+    "admin-share": sc_admin_share,
     "wrong-ca": sc_wrong_ca,
     "podman": sc_podman,
     "valgrind": sc_valgrind,

@@ -26,6 +26,8 @@ from tap import Tap  # noqa: E402
 import kubelet_dra_double as kd  # noqa: E402
 
 DRIVER = "rdma.example"
+SHARE_ID = "11111111-2222-4333-8444-555555555555"  # service-probe's second device
+HEALTH_TIMEOUT = 60  # DRA_HEALTH_TIMEOUT_SEC, documented in docs/dra.md
 
 
 class Probe:
@@ -227,6 +229,9 @@ def check_prepare_answers(t, a, version, tag):
              "%s: device 1 carries pool, name, request and CDI IDs" % tag, repr(d0))
         t.ok(d1["request_names"] == ["nic", "extra"] and d1["device_name"] == "pci-0000-86-00-1",
              "%s: device 2 with its two requests" % tag, repr(d1))
+        if version == "v1":
+            t.ok(d0["share_id"] == "" and d1["share_id"] == SHARE_ID,
+                 "%s: share_id echoed for the share, unset for the other" % tag, repr(ok))
     f = a.get("fail-1")
     t.ok(f and f["error"] == "probe refuses fail-1 (ns2/claim-f)" and not f["devices"],
          "%s: fail-1 answered with its own error" % tag, repr(f))
@@ -248,6 +253,16 @@ def sc_prepare(t, args, workdir, protos):
         n0 = p.count("batch prepare")
         a = c.prepare(claims)
         check_prepare_answers(t, a, version, version + " prepare")
+        if version == "v1beta1":
+            # v1beta1's Device has no field 5: read the answer with v1's messages.
+            pb = protos.dra["v1beta1"]
+            raw = c.raw("NodePrepareResources", pb.NodePrepareResourcesRequest(
+                claims=[kd._claim(pb, claims[0])]).SerializeToString())
+            resp = protos.dra["v1"].NodePrepareResourcesResponse.FromString(raw)
+            devs = list(resp.claims["uid-ok"].devices)
+            t.ok(len(devs) == 2 and all(d.share_id == "" for d in devs)
+                 and SHARE_ID.encode() not in raw,
+                 "v1beta1: no share_id on the wire (a v1 field)", repr(resp))
         line = p.wait_line("batch prepare", n=n0 + 1)
         t.ok(line == "batch prepare 3 uid-ok,fail-1,skip-1",
              "%s: the batch reaching the loop holds each UID once, in order" % version,
@@ -378,6 +393,9 @@ def sc_health(t, args, workdir, protos):
              "%s: the complete list" % name, repr(lst))
         t.ok(lst and all(abs(d.last_updated - time.time()) < 30 for d in lst),
              "%s: last_updated_time is a Unix time" % name, repr(lst))
+        t.ok(lst and all(d.timeout == HEALTH_TIMEOUT for d in lst),
+             "%s: health_check_timeout_seconds %d (the kubelet's 30 s default when 0)"
+             % (name, HEALTH_TIMEOUT), repr(lst))
     p.send("health pci-0000-3b-00-0=healthy pci-0000-86-00-1=unhealthy:port1-down")
     for name, s in (("v1", s1), ("v1alpha1", s2)):
         lst = s.wait(lambda ls: len(ls) >= 2)
@@ -395,6 +413,35 @@ def sc_health(t, args, workdir, protos):
     rc = p.stop()
     t.ok(s1.wait_end() and s2.wait_end(), "the streams end when the driver stops")
     t.ok(rc == 0, "the probe stops cleanly", p.log_text())
+
+
+def sc_health_resend(t, args, workdir, protos):
+    """An unchanged list is sent again within the timeout, so the kubelet keeps it fresh."""
+    p = start(t, args, workdir, extra=["resend-ms=600"])
+    if not p:
+        return
+    s = kd.HealthStream(p.dra_sock, protos, "v1")
+    time.sleep(1.0)
+    t.ok(s.lists == [], "nothing is re-sent before a list is published", repr(s.lists))
+    p.send("health pci-0000-3b-00-0=healthy pci-0000-86-00-1=unhealthy:port1-down")
+    lst = s.wait(lambda ls: len(ls) >= 4, timeout=10)
+    with s.cond:
+        lists, times = list(s.lists), list(s.times)
+    t.ok(lst is not None and all(x == lists[0] for x in lists),
+         "without a change the same complete list is sent again", repr(lists))
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # The poll runs every 0.4 s: a re-send comes 0.6 to 1.0 s after the last one.
+    t.ok(len(gaps) >= 3 and all(0.45 < g < 1.6 for g in gaps),
+         "re-sent every resend-ms (poll granularity 0.4 s)", repr(gaps))
+    # A change goes out at once and restarts the interval.
+    n = len(s.lists)
+    t0 = time.monotonic()
+    p.send("health pci-0000-3b-00-0=healthy pci-0000-86-00-1=healthy")
+    lst = s.wait(lambda ls: len(ls) > n and ls[-1][1].health == "HEALTHY", timeout=5)
+    t.ok(lst and time.monotonic() - t0 < 0.5, "a change is sent at once, not at the next "
+         "re-send", repr(lst))
+    s.cancel()
+    t.ok(p.stop() == 0, "the probe stops cleanly", p.log_text())
 
 
 def sc_busy(t, args, workdir, protos):
@@ -426,6 +473,7 @@ SCENARIOS = {
     "malformed": sc_malformed,
     "deadline": sc_deadline,
     "health": sc_health,
+    "health-resend": sc_health_resend,
     "busy": sc_busy,
 }
 

@@ -81,6 +81,9 @@ static void prepare(const struct fixture *f, const char *uid, const struct dra_r
 		fuzz_assert(p->devices[i].n_cdi_ids == 2 && p->devices[i].n_requests >= 1);
 		fuzz_assert(!want || strcmp(p->devices[i].cdi_ids[1], want) == 0);
 		fuzz_assert(dra_inventory_find(&f->inv, p->devices[i].device));
+		/* What goes back to the kubelet as Device.share_id. */
+		fuzz_assert(!p->devices[i].share_id ||
+			    dra_share_id_is_valid(p->devices[i].share_id));
 	}
 	free(want);
 	cJSON_Delete(spec);
@@ -113,7 +116,8 @@ static void as_claim(const struct fixture *f, const uint8_t *data, size_t size)
 		for (size_t i = 0; i < n; i++)
 			fuzz_assert(res[i].request && res[i].device &&
 				    strlen(res[i].request) <= DRA_CLAIM_STRING_MAX &&
-				    strlen(res[i].device) <= DRA_DEVICE_NAME_MAX);
+				    strlen(res[i].device) <= DRA_DEVICE_NAME_MAX &&
+				    (!res[i].share_id || dra_share_id_is_valid(res[i].share_id)));
 		prepare(f, u, res, n);
 		dra_results_free(res, n);
 	}

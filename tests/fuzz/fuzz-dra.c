@@ -19,6 +19,8 @@
 #define PB(x) K8s__Io__Kubelet__Pkg__Apis__Dra__V1__##x
 #define pb_(x) k8s__io__kubelet__pkg__apis__dra__v1__##x
 
+#define SHARE_ID "9f0e1d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f" /* v1 answers echo it */
+
 static bool dns_ok(const char *s, size_t max, bool dots)
 {
 	size_t n = strlen(s);
@@ -58,6 +60,7 @@ static void check_response(const struct dra_request *req, enum dra_batch_kind ki
 				fuzz_assert(!*v->error && v->n_devices == 1);
 				fuzz_assert(strcmp(v->devices[0]->pool_name, "node1") == 0);
 				fuzz_assert(v->devices[0]->n_cdi_device_ids == 1);
+				fuzz_assert(strcmp(v->devices[0]->share_id, SHARE_ID) == 0);
 				break;
 			case 1:
 				fuzz_assert(strcmp(v->error, "refused") == 0 && v->n_devices == 0);
@@ -92,7 +95,8 @@ static void answer_and_pack(struct dra_request *req, uint8_t seed)
 					.n_requests = 1,
 					.device = (char *)"pci-0000-3b-00-0",
 					.cdi_ids = ids,
-					.n_cdi_ids = 1};
+					.n_cdi_ids = 1,
+					.share_id = (char *)SHARE_ID};
 	struct dra_prepared_claim pc = {.devices = &d, .n_devices = 1};
 	const struct dra_request *view = req;
 	struct dra_batch *b = dra_batch_new(kind, req, NULL);

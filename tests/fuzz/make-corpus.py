@@ -157,7 +157,20 @@ U = "0b5e3c1a-7f2d-4e6b-9a1c-2d3e4f5a6b7c"
 put("claim", "claim-one", claim(U, [result("nic", "pci-0000-3b-00-0")]))
 put("claim", "claim-merge", claim(U, [result("a", "pci-0000-3b-00-0"),
                                       result("b", "pci-0000-3b-00-0"),
-                                      result("c", "pci-0000-af-00-0", ',"shareID":"s-1"')]))
+                                      result("c", "pci-0000-af-00-0",
+                                             ',"shareID":"9f0e1d2c-3b4a-4c5d-8e6f-7a8b9c0d1e2f"')]))
+# adminAccess and shareID: an admin result next to a normal one on one device, a device
+# with two shares, a share ID that is no UUID, a checkpoint entry that records both.
+put("claim", "claim-admin", claim(U, [result("mon", "pci-0000-3b-00-0", ',"adminAccess":true'),
+                                      result("nic", "pci-0000-3b-00-0", ',"adminAccess":false'),
+                                      result("b", "pci-0000-5e-00-0", ',"adminAccess":true')]))
+put("claim", "claim-share", claim(U, [
+    result("a", "pci-0000-af-00-0", ',"shareID":"11111111-2222-4333-8444-555555555555"'),
+    result("b", "pci-0000-af-00-0", ',"shareID":"66666666-7777-4888-9999-aaaaaaaaaaaa"'),
+    result("c", "pci-0000-af-00-0", ',"shareID":"11111111-2222-4333-8444-555555555555",'
+           '"adminAccess":true')]))
+put("claim", "claim-share-bad", claim(U, [result("a", "pci-0000-af-00-0",
+                                                 ',"shareID":"../../etc"')]))
 put("claim", "claim-nccl", claim(U, [result("a", "pci-0000-5e-00-0"),
                                      result("b", "pci-0000-86-00-0")]))
 put("claim", "claim-tolerated", claim(U, [result(
@@ -178,6 +191,11 @@ put("claim", "checkpoint",
     '"specFile":"rdma.example-claim_%s.json","devices":[{"device":"pci-0000-3b-00-0",'
     '"requests":["a","b"],"cdiDeviceIDs":["rdma.example/hca=0000:3b:00.0",'
     '"rdma.example/claim=%s"]}]}]}' % (U, U, U))
+put("claim", "checkpoint-admin-share",
+    '{"version":1,"claims":[{"uid":"%s","namespace":"default","name":"c1",'
+    '"devices":[{"device":"pci-0000-af-00-0","requests":["a"],"cdiDeviceIDs":'
+    '["rdma.example/hca=0000:af:00.0","rdma.example/claim=%s"],'
+    '"shareID":"11111111-2222-4333-8444-555555555555","adminAccess":true}]}]}' % (U, U))
 put("claim", "checkpoint-empty", '{"version":1,"claims":[]}')
 put("claim", "checkpoint-v2", '{"version":2,"claims":[]}')
 put("claim", "checkpoint-dup",
