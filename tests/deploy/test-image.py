@@ -24,7 +24,6 @@ Everything runs in a private mount namespace with a tmpfs on /run and podman/bui
 in a temp dir: the host's storage, /etc/cdi, /var/run/cdi and /opt are never touched.
 Needs root; a missing tool FAILs.
 """
-import argparse
 import json
 import os
 import re
@@ -425,19 +424,7 @@ def inner(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source-root", required=True)
-    ap.add_argument("--build-root", required=True)
-    ap.add_argument("--mksysfs", required=True)
-    ap.add_argument("--proto", required=True)
-    ap.add_argument("--inner", action="store_true")
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    for k in ("source_root", "build_root", "mksysfs", "proto"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if a.inner:
-        return eu.inner_main(inner, a)
-    return outer(a)
+    return eu.main(("--source-root", "--build-root", "--mksysfs", "--proto"), inner, outer)
 
 
 if __name__ == "__main__":

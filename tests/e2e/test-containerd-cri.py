@@ -28,7 +28,6 @@ never touched. In there:
 Afterwards the outer run checks that no process of that mount namespace is left and that the
 host's containerd and CDI dirs did not change.
 """
-import argparse
 import hashlib
 import io
 import json
@@ -741,22 +740,9 @@ def inner_in(a, res, work, cleanups):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--containerd-dir", required=True)
-    ap.add_argument("--rdma-cdi", required=True)
-    ap.add_argument("--hook", required=True)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--mksysfs", required=True)
-    ap.add_argument("--proto", required=True)
-    ap.add_argument("--inner", action="store_true")
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    a.containerd_dir = os.environ.get("RDMA_CDI_CONTAINERD_DIR", a.containerd_dir)
-    for k in ("containerd_dir", "rdma_cdi", "hook", "probe", "mksysfs", "proto"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if a.inner:
-        return eu.inner_main(inner, a)
-    return outer(a)
+    return eu.main(("--containerd-dir", "--rdma-cdi", "--hook", "--probe",
+                    "--mksysfs", "--proto"), inner, outer,
+                   env={"containerd_dir": "RDMA_CDI_CONTAINERD_DIR"})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@
    CAP_SYS_RESOURCE, which no process has on CI machines).
 Needs root. Missing tools or a runtime that cannot start containers FAIL, loudly.
 """
-import argparse
 import glob
 import json
 import os
@@ -286,19 +285,7 @@ def inner(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rdma-cdi", required=True)
-    ap.add_argument("--hook", required=True)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--mksysfs", required=True)
-    ap.add_argument("--inner", choices=RUNTIMES)
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    for k in ("rdma_cdi", "hook", "probe", "mksysfs"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if a.inner:
-        return eu.inner_main(inner, a)
-    return outer(a)
+    return eu.main(("--rdma-cdi", "--hook", "--probe", "--mksysfs"), inner, outer, inner_choices=RUNTIMES)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ here asserts anything: the checks stay in the tests.
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
     import e2e_util as eu
 """
+import argparse
 import contextlib
 import json
 import os
@@ -175,10 +176,29 @@ def relay(tap, path, prefix=""):
     return lines, ns, any(l["type"] == "done" for l in lines)
 
 
-def inner_main(fn, a):
-    """The inner half's entry: an exception is printed (the outer half shows it) and exits 1."""
+def main(paths, inner, outer, inner_choices=None, env=None):
+    """Parses the script's options: each of paths (e.g. "--rdma-cdi") is required and made
+    absolute, after env {attribute: variable} overrides; --inner (a flag, or one of
+    inner_choices) and --work are the inner half's. Runs outer(a) or inner(a); an exception
+    in the inner half is printed (the outer half shows its output) and exits 1."""
+    ap = argparse.ArgumentParser()
+    for opt in paths:
+        ap.add_argument(opt, required=True)
+    if inner_choices:
+        ap.add_argument("--inner", choices=inner_choices)
+    else:
+        ap.add_argument("--inner", action="store_true")
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    for k, var in (env or {}).items():
+        setattr(a, k, os.environ.get(var, getattr(a, k)))
+    for opt in paths:
+        k = opt.lstrip("-").replace("-", "_")
+        setattr(a, k, os.path.abspath(getattr(a, k)))
+    if not a.inner:
+        return outer(a)
     try:
-        return fn(a)
+        return inner(a)
     except Exception:
         traceback.print_exc()
         return 1
