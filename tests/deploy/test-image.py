@@ -24,7 +24,6 @@ Everything runs in a private mount namespace with a tmpfs on /run and podman/bui
 in a temp dir: the host's storage, /etc/cdi, /var/run/cdi and /opt are never touched.
 Needs root; a missing tool FAILs.
 """
-import argparse
 import json
 import os
 import re
@@ -33,7 +32,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
@@ -42,33 +40,16 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from tap import Tap  # noqa: E402
+import e2e_util as eu  # noqa: E402
+from e2e_util import must, run, show  # noqa: E402
 
 PY = "/usr/bin/python3"
 BUNDLE = "/opt/rdma-cdi"
 MAX_IMAGE_BYTES = 40 << 20
 ULIMITS = ["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"]
 DGX_NAMES = {"0000:1a:00.0": "mlx5_0", "0000:9a:00.0": "mlx5_4"}
-
-
-def run(cmd, timeout=120, **kw):
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired as e:
-        return subprocess.CompletedProcess(cmd, "timeout", e.stdout or "", "timed out")
-
-
-def show(r):
-    return "exit %s\ncmd: %s\nstdout:\n%s\nstderr:\n%s" % (
-        r.returncode, " ".join(r.args) if isinstance(r.args, list) else r.args,
-        (r.stdout or "")[-3000:], (r.stderr or "")[-3000:])
-
-
-def host_snapshot():
-    snap = {}
-    for d in ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers",
-              "/run/containers", "/run/libpod", "/opt"):
-        snap[d] = sorted(os.listdir(d)) if os.path.isdir(d) else None
-    return snap
+HOST_DIRS = ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers", "/run/containers",
+             "/run/libpod", "/opt")
 
 
 # ---- outer: TAP ------------------------------------------------------------------------
@@ -82,103 +63,22 @@ def outer(a):
         if not shutil.which(tool):
             print("Bail out! %s not found: run .ci/install-deps" % tool)
             return 1
-    before = host_snapshot()
-    tmp = os.path.realpath(tempfile.gettempdir())
-    if any(tmp == d or tmp.startswith(d + "/") for d in ("/run", "/opt")):
-        tmp = "/var/tmp"
-    work = tempfile.mkdtemp(prefix="rdma-cdi-image-", dir=tmp)
-    os.chmod(work, 0o755)
-    try:
-        results = os.path.join(work, "results.jsonl")
-        cmd = ["unshare", "-m", "--propagation", "private", PY, os.path.abspath(__file__),
-               "--inner", "--work", work, "--source-root", a.source_root, "--build-root",
-               a.build_root, "--mksysfs", a.mksysfs, "--proto", a.proto]
-        r = run(cmd, timeout=540)
-        lines = []
-        if os.path.exists(results):
-            with open(results) as f:
-                lines = [json.loads(l) for l in f if l.strip()]
-        for res in lines:
-            if res["type"] == "note":
-                tap.diag(res["msg"])
-            elif res["type"] == "skip":
-                tap.skip(res["desc"], res["why"])
-            elif res["type"] == "test":
-                tap.ok(res["ok"], res["desc"], res.get("diag", ""))
-        tap.ok(r.returncode == 0 and any(l["type"] == "done" for l in lines),
-               "the run in the private mount namespace completed", show(r))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    tap.ok(host_snapshot() == before,
+    before = eu.host_snapshot(HOST_DIRS)
+    with eu.work_dir("rdma-cdi-image-", hidden=("/run", "/opt")) as work:
+        rc, out = eu.run_inner([PY, os.path.abspath(__file__), "--inner", "--work", work,
+                                "--source-root", a.source_root, "--build-root", a.build_root,
+                                "--mksysfs", a.mksysfs, "--proto", a.proto], timeout=540)
+        _, _, done = eu.relay(tap, os.path.join(work, "results.jsonl"))
+        tap.ok(rc == 0 and done, "the run in the private mount namespace completed",
+               "inner exit %s\n%s" % (rc, out[-6000:]))
+    after = eu.host_snapshot(HOST_DIRS)
+    tap.ok(after == before,
            "the host's /etc/cdi, /var/run/cdi, /opt and container storage are untouched",
-           "%s -> %s" % (before, host_snapshot()))
+           "%s -> %s" % (before, after))
     return tap.done()
 
 
 # ---- inner: private mount namespace ----------------------------------------------------
-
-class Results:
-    def __init__(self, path):
-        self.f = open(path, "a")
-
-    def _w(self, obj):
-        self.f.write(json.dumps(obj) + "\n")
-        self.f.flush()
-
-    def ok(self, cond, desc, diag=""):
-        self._w({"type": "test", "ok": bool(cond), "desc": desc, "diag": str(diag)})
-        return bool(cond)
-
-    def skip(self, desc, why):
-        self._w({"type": "skip", "desc": desc, "why": why})
-
-    def note(self, msg):
-        self._w({"type": "note", "msg": msg})
-
-    def done(self):
-        self._w({"type": "done"})
-
-
-def must(cmd):
-    r = run(cmd, timeout=60)
-    if r.returncode != 0:
-        raise RuntimeError("%s failed: %s" % (" ".join(cmd), r.stderr.strip()))
-
-
-def mounts_under(prefix):
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = line.split()[4].replace("\\040", " ")
-            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
-                out.append(mp)
-    return out
-
-
-def private_dir_over(path, scratch):
-    """An empty tmpfs at path in this mount namespace; a missing path gets its mount point
-    from an overlay over its parent (the mounts below the parent are put back on top)."""
-    if not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        parked = []
-        for i, m in enumerate(x for x in mounts_under(parent) if x != parent):
-            tgt = os.path.join(scratch, "park-%d" % i)
-            if os.path.isdir(m):
-                os.mkdir(tgt)
-            else:
-                open(tgt, "w").close()
-            must(["mount", "--bind", m, tgt])
-            parked.append((tgt, m))
-        up, wk = os.path.join(scratch, "up"), os.path.join(scratch, "work")
-        os.mkdir(up)
-        os.mkdir(wk)
-        must(["mount", "-t", "overlay", "rdma-cdi-image", "-o",
-              "lowerdir=%s,upperdir=%s,workdir=%s" % (parent, up, wk), parent])
-        for tgt, m in parked:
-            must(["mount", "--bind", tgt, m])
-        os.mkdir(path)
-    must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-image", path])
-
 
 def with_hops(p):
     """p and every path its symlinks lead through."""
@@ -233,7 +133,7 @@ def inner(a):
     import kubelet_double as kd
 
     work = a.work
-    res = Results(os.path.join(work, "results.jsonl"))
+    res = eu.Results(os.path.join(work, "results.jsonl"))
     rdma_cdi = os.path.join(a.build_root, "rdma-cdi")
     bridge = os.path.join(a.build_root, "rdma-cdi-bridge")
     watch = os.path.join(a.build_root, "rdma-cdi-watch")
@@ -247,17 +147,9 @@ def inner(a):
     scratch = os.path.join(work, "ns")
     os.mkdir(scratch)
     must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-image", scratch])
-    private_dir_over("/var/lib/containers", scratch)
-    with open(os.path.join(work, "containers.conf"), "w") as f:
-        f.write("[containers]\n[engine]\ncgroup_manager = \"cgroupfs\"\n"
-                "events_logger = \"file\"\nruntime = \"runc\"\n")
-    with open(os.path.join(work, "storage.conf"), "w") as f:
-        f.write("[storage]\ndriver = \"vfs\"\ngraphroot = \"%s/storage\"\n"
-                "runroot = \"%s/runroot\"\n" % (work, work))
+    eu.private_dir_over("/var/lib/containers", scratch, "rdma-cdi-image", mode="0700")
     os.makedirs(os.path.join(work, "tmp"))
-    env = dict(os.environ, CONTAINERS_CONF=os.path.join(work, "containers.conf"),
-               CONTAINERS_STORAGE_CONF=os.path.join(work, "storage.conf"),
-               TMPDIR=os.path.join(work, "tmp"))
+    env = dict(eu.podman_conf(work, runtime="runc"), TMPDIR=os.path.join(work, "tmp"))
     podman = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs",
               "--events-backend", "file"]
 
@@ -532,23 +424,7 @@ def inner(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--source-root", required=True)
-    ap.add_argument("--build-root", required=True)
-    ap.add_argument("--mksysfs", required=True)
-    ap.add_argument("--proto", required=True)
-    ap.add_argument("--inner", action="store_true")
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    for k in ("source_root", "build_root", "mksysfs", "proto"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if a.inner:
-        try:
-            return inner(a)
-        except Exception:
-            traceback.print_exc()
-            return 1
-    return outer(a)
+    return eu.main(("--source-root", "--build-root", "--mksysfs", "--proto"), inner, outer)
 
 
 if __name__ == "__main__":

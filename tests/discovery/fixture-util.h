@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fixture helpers for the discovery tests: run the fixture builder, temp dirs.
+ * Fixture helpers for the discovery tests (and the DRA tests and benchmarks that scan the
+ * same fixtures): run the fixture builder, temp dirs, paths in a tree, a model's problems.
  */
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "../tap.h"
+#include "discovery.h"
 
 /* Runs argv, returns its exit status (or -1). stdout goes to our stderr to keep TAP clean. */
 static int run(char *const argv[])
@@ -89,3 +91,59 @@ static void fixture_args(int argc, char **argv)
 	mksysfs = argv[2];
 	data_dir = argv[3];
 }
+
+/* A fresh tree of the mksysfs.py profile (devices: its --devices, or NULL) in an empty temp
+ * dir (tests that modify a tree use this); bails out when it cannot. */
+static __attribute__((unused)) char *build_tree(const char *profile, const char *devices)
+{
+	char *dir = temp_dir(profile);
+	char *argv[] = {(char *)python3,
+			(char *)mksysfs,
+			"build",
+			(char *)profile,
+			dir,
+			devices ? "--devices" : NULL,
+			(char *)devices,
+			NULL};
+
+	if (run(argv) != 0) {
+		printf("Bail out! mksysfs.py build %s failed\n", profile);
+		exit(1);
+	}
+	return dir;
+}
+
+/* A dev root with nodes (mksysfs.py mkdev, needs root) for everything in sysroot except the
+ * omitted names (NULL: none). */
+static __attribute__((unused)) char *make_devroot(const char *sysroot, const char *omit)
+{
+	char *dir = temp_dir("dev");
+	char *argv[] = {(char *)python3,	(char *)mksysfs, "mkdev", (char *)sysroot, dir,
+			omit ? "--omit" : NULL, (char *)omit,	 NULL};
+
+	if (run(argv) != 0) {
+		printf("Bail out! mksysfs.py mkdev %s failed\n", sysroot);
+		exit(1);
+	}
+	return dir;
+}
+
+/* root/rel, allocated. */
+static __attribute__((unused)) char *at(const char *root, const char *rel)
+{
+	char *p;
+
+	if (asprintf(&p, "%s/%s", root, rel) < 0)
+		abort();
+	return p;
+}
+
+static __attribute__((unused)) bool has_problem(const struct disc_node *node, const char *needle)
+{
+	for (size_t i = 0; i < node->n_problems; i++)
+		if (strstr(node->problems[i], needle))
+			return true;
+	return false;
+}
+
+#define PROBLEM(node, needle) ok(has_problem((node), (needle)), "problem mentions '%s'", (needle))

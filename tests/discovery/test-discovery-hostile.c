@@ -24,39 +24,6 @@
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define FN "devices/pci0000:3a/0000:3a:00.0/0000:3b:00."
 
-static char *build_tree(const char *profile)
-{
-	char *dir = temp_dir(profile);
-	char *argv[] = {(char *)python3, (char *)mksysfs, "build", (char *)profile, dir, NULL};
-
-	if (run(argv) != 0) {
-		printf("Bail out! mksysfs.py build %s failed\n", profile);
-		exit(1);
-	}
-	return dir;
-}
-
-static char *make_devroot(const char *sysroot)
-{
-	char *dir = temp_dir("dev");
-	char *argv[] = {(char *)python3, (char *)mksysfs, "mkdev", (char *)sysroot, dir, NULL};
-
-	if (run(argv) != 0) {
-		printf("Bail out! mksysfs.py mkdev %s failed\n", sysroot);
-		exit(1);
-	}
-	return dir;
-}
-
-static char *at(const char *root, const char *rel)
-{
-	char *p;
-
-	if (asprintf(&p, "%s/%s", root, rel) < 0)
-		abort();
-	return p;
-}
-
 /* Replaces the file root/rel with a FIFO nobody writes to. */
 static void make_fifo(const char *root, const char *rel)
 {
@@ -68,16 +35,6 @@ static void make_fifo(const char *root, const char *rel)
 	}
 	free(p);
 }
-
-static bool has_problem(const struct disc_node *node, const char *needle)
-{
-	for (size_t i = 0; i < node->n_problems; i++)
-		if (strstr(node->problems[i], needle))
-			return true;
-	return false;
-}
-
-#define PROBLEM(node, needle) ok(has_problem((node), (needle)), "problem mentions '%s'", (needle))
 
 static double now_s(void)
 {
@@ -91,7 +48,7 @@ static double now_s(void)
 
 static void test_fifos(void)
 {
-	char *sys = build_tree("sriov"), *dev = make_devroot(sys);
+	char *sys = build_tree("sriov", NULL), *dev = make_devroot(sys, NULL);
 
 	printf("# FIFOs in place of attributes: the scan neither blocks nor trusts them\n");
 	make_fifo(sys, FN "0/infiniband/mlx5_0/ports/1/state");
@@ -161,7 +118,7 @@ static void test_fifos(void)
 /* Found by tests/fuzz/fuzz-attr: a numa_node of blanks and newlines parsed as node 0. */
 static void test_blank_numbers(void)
 {
-	char *sys = build_tree("sriov"), *p = at(sys, FN "4/numa_node");
+	char *sys = build_tree("sriov", NULL), *p = at(sys, FN "4/numa_node");
 	struct disc_options o = {.sysfs_root = sys, .dev_root = "/nonexistent"};
 	struct disc_node *node = NULL;
 	const struct disc_device *d;
@@ -186,7 +143,7 @@ static void test_blank_numbers(void)
 
 static void test_loops(void)
 {
-	char *sys = build_tree("sriov");
+	char *sys = build_tree("sriov", NULL);
 	static const char *links[][2] = {
 	    {"class/infiniband/loop0", "loop0"},
 	    {"class/infiniband/loopa", "loopb"},
@@ -305,7 +262,7 @@ static struct child_scan scan_denied(const char *sys, const char *probe)
 
 static void test_permissions(void)
 {
-	char *sys = build_tree("sriov"), *p;
+	char *sys = build_tree("sriov", NULL), *p;
 	struct child_scan res;
 
 	printf("# permission errors are reported, never silent\n");

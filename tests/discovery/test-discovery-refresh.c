@@ -18,27 +18,6 @@
 
 #define FN "devices/pci0000:3a/0000:3a:00.0/0000:3b:00."
 
-static char *build_tree(const char *profile)
-{
-	char *dir = temp_dir(profile);
-	char *argv[] = {(char *)python3, (char *)mksysfs, "build", (char *)profile, dir, NULL};
-
-	if (run(argv) != 0) {
-		printf("Bail out! mksysfs.py build %s failed\n", profile);
-		exit(1);
-	}
-	return dir;
-}
-
-static char *at(const char *root, const char *rel)
-{
-	char *p;
-
-	if (asprintf(&p, "%s/%s", root, rel) < 0)
-		abort();
-	return p;
-}
-
 static void put(const char *root, const char *rel, const char *content)
 {
 	char *p = at(root, rel);
@@ -57,18 +36,6 @@ static void must(int r, const char *what)
 
 /* The dev root of the scans and refreshes below ("/nonexistent": no device nodes). */
 static const char *dev_root = "/nonexistent";
-
-static char *make_devroot(const char *sysroot)
-{
-	char *dir = temp_dir("dev");
-	char *argv[] = {(char *)python3, (char *)mksysfs, "mkdev", (char *)sysroot, dir, NULL};
-
-	if (run(argv) != 0) {
-		printf("Bail out! mksysfs.py mkdev %s failed\n", sysroot);
-		exit(1);
-	}
-	return dir;
-}
 
 static struct disc_node *scan(const char *sys)
 {
@@ -110,7 +77,7 @@ static const struct disc_device *dev_of(const struct disc_node *node, const char
 
 static void test_port_state(void)
 {
-	char *sys = build_tree("sriov"), *dev = make_devroot(sys);
+	char *sys = build_tree("sriov", NULL), *dev = make_devroot(sys, NULL);
 	struct disc_node *old, *a, *b, *c;
 	char reason[128];
 	bool full = true;
@@ -205,7 +172,7 @@ out:
 /* A state unknown at the scan and still garbage does not ask for a full scan each time. */
 static void test_unknown_stays_unknown(void)
 {
-	char *sys = build_tree("sriov");
+	char *sys = build_tree("sriov", NULL);
 	struct disc_node *old, *a;
 	bool full = true;
 
@@ -229,7 +196,7 @@ static void test_unknown_stays_unknown(void)
 
 static void test_device_set(void)
 {
-	char *sys = build_tree("sriov"), *p, *q;
+	char *sys = build_tree("sriov", NULL), *p, *q;
 	struct disc_node *old = scan(sys), *a;
 	bool full = false;
 
@@ -313,7 +280,7 @@ static void rename_netdev(const char *sys, const char *fn, const char *from, con
 
 static void test_netdevs(void)
 {
-	char *sys = build_tree("sriov");
+	char *sys = build_tree("sriov", NULL);
 	struct disc_node *old = scan(sys), *a, *b;
 	bool full = true;
 
@@ -359,7 +326,7 @@ static void test_netdevs(void)
 	free(sys);
 
 	/* InfiniBand: the port's netdev comes from the function's net/ only. */
-	sys = build_tree("dgx");
+	sys = build_tree("dgx", NULL);
 	old = scan(sys);
 	rename_netdev(sys, "devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0",
 		      "ibp26s0", "ib0", NULL);

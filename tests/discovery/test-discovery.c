@@ -22,40 +22,6 @@ static char *fixture(const char *profile)
 	return p;
 }
 
-/* Dev root with nodes for everything in sysroot except the omitted names. */
-static char *make_devroot(const char *sysroot, const char *omit)
-{
-	char *dir = temp_dir("dev");
-	char *argv[] = {(char *)python3,	(char *)mksysfs, "mkdev", (char *)sysroot, dir,
-			omit ? "--omit" : NULL, (char *)omit,	 NULL};
-
-	if (run(argv) != 0) {
-		printf("Bail out! mksysfs.py mkdev %s failed\n", sysroot);
-		exit(1);
-	}
-	return dir;
-}
-
-/* A fresh tree in an empty temp dir (tests that modify a tree use this). */
-static char *build_tree(const char *profile, const char *devices)
-{
-	char *dir = temp_dir(profile);
-	char *argv[] = {(char *)python3,
-			(char *)mksysfs,
-			"build",
-			(char *)profile,
-			dir,
-			devices ? "--devices" : NULL,
-			(char *)devices,
-			NULL};
-
-	if (run(argv) != 0) {
-		printf("Bail out! mksysfs.py build %s failed\n", profile);
-		exit(1);
-	}
-	return dir;
-}
-
 static struct disc_node *scan(const char *sysroot, const char *devroot)
 {
 	struct disc_options o = {.sysfs_root = sysroot, .dev_root = devroot};
@@ -69,16 +35,6 @@ static struct disc_node *scan(const char *sysroot, const char *devroot)
 	}
 	return node;
 }
-
-static bool has_problem(const struct disc_node *node, const char *needle)
-{
-	for (size_t i = 0; i < node->n_problems; i++)
-		if (strstr(node->problems[i], needle))
-			return true;
-	return false;
-}
-
-#define PROBLEM(node, needle) ok(has_problem((node), (needle)), "problem mentions '%s'", (needle))
 
 static void dump_problems(const struct disc_node *node)
 {

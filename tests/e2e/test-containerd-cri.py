@@ -28,7 +28,6 @@ never touched. In there:
 Afterwards the outer run checks that no process of that mount namespace is left and that the
 host's containerd and CDI dirs did not change.
 """
-import argparse
 import hashlib
 import io
 import json
@@ -40,7 +39,6 @@ import signal
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import traceback
 
@@ -48,60 +46,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "bridge"))
 from tap import Tap  # noqa: E402
+import e2e_util as eu  # noqa: E402
+from e2e_util import (CONTROL_MEMLOCK, INF, MEMLOCK, MIB, PROBE_NODES, bail,  # noqa: E402
+                      fmt_limit, must, run)
 
 PYTHON = "/usr/bin/python3"
 RUNC = "/usr/sbin/runc"
 API_PROTO = "usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto"
 IMAGE = "localhost/rdma-cdi-e2e:1"
 KIND = "rdma.example/hca"
-MIB = 1 << 20
-CONTROL_MEMLOCK = 64 << 10
-INF = resource.RLIM_INFINITY
-MEMLOCK = resource.RLIMIT_MEMLOCK
-N_UVERBS = 10
-RDMA_CM = "c 10:57"
-PROBE_NODES = ["/dev/infiniband/uverbs%d" % n for n in range(N_UVERBS)] + \
-    ["/dev/infiniband/rdma_cm"]
 # The whole run, inner part included, stays well inside meson's timeout.
 INNER_TIMEOUT = 160
 HOST_DIRS = ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/run/containerd", "/var/lib/containerd",
              "/etc/containerd")
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def bail(msg):
-    print("Bail out! " + msg)
-    sys.exit(1)
-
-
-def unescape(s):
-    # mountinfo escapes space, tab, newline and backslash as \ooo.
-    out, i = "", 0
-    while i < len(s):
-        if s[i] == "\\" and i + 4 <= len(s) and s[i + 1:i + 4].isdigit():
-            out += chr(int(s[i + 1:i + 4], 8))
-            i += 4
-        else:
-            out += s[i]
-            i += 1
-    return out
-
-
-def mounts_under(prefix):
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = unescape(line.split()[4])
-            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
-                out.append(mp)
-    return out
-
-
-def host_snapshot():
-    return {d: sorted(os.listdir(d)) if os.path.isdir(d) else None for d in HOST_DIRS}
 
 
 def pids_in_mnt_ns(ino):
@@ -154,53 +111,22 @@ def outer(a):
         if not os.path.isfile(f):
             bail("%s does not exist" % f)
 
-    before = host_snapshot()
-    tmp = os.path.realpath(tempfile.gettempdir())
-    if tmp == "/run" or tmp.startswith("/run/"):  # hidden by the inner tmpfs on /run
-        tmp = "/var/tmp"
-    work = tempfile.mkdtemp(prefix="rdma-cdi-cri-", dir=tmp)
-    os.chmod(work, 0o755)
+    before = eu.host_snapshot(HOST_DIRS)
     t0 = time.monotonic()
-    try:
+    # /run is hidden by the inner tmpfs on /run.
+    with eu.work_dir("rdma-cdi-cri-", hidden=("/run",)) as work:
         return outer_in(a, tap, work, before, t0)
-    finally:
-        left = mounts_under(work)
-        if left:
-            print("# not removing %s: still mounted: %s" % (work, " ".join(left)))
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def outer_in(a, tap, work, before, t0):
     results = os.path.join(work, "results.jsonl")
-    cmd = ["unshare", "-m", "--propagation", "private", PYTHON, os.path.abspath(__file__),
-           "--inner", "--work", work, "--containerd-dir", a.containerd_dir,
-           "--rdma-cdi", a.rdma_cdi, "--hook", a.hook, "--probe", a.probe,
-           "--mksysfs", a.mksysfs, "--proto", a.proto]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=INNER_TIMEOUT)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        rc = "timeout after %d s" % INNER_TIMEOUT
-
-    lines = []
-    if os.path.exists(results):
-        with open(results) as f:
-            lines = [json.loads(l) for l in f if l.strip()]
-    ns = None
-    for res in lines:
-        if res["type"] == "note":
-            tap.diag(res["msg"])
-        elif res["type"] == "ns":
-            ns = res["ino"]
-        elif res["type"] == "test":
-            tap.ok(res["ok"], res["desc"], res.get("diag", ""))
-    tap.ok(rc == 0 and any(l["type"] == "done" for l in lines),
-           "the containerd run completed", "inner exit %s\n%s" % (rc, (out or "")[-6000:]))
+    rc, out = eu.run_inner([PYTHON, os.path.abspath(__file__), "--inner", "--work", work,
+                            "--containerd-dir", a.containerd_dir, "--rdma-cdi", a.rdma_cdi,
+                            "--hook", a.hook, "--probe", a.probe, "--mksysfs", a.mksysfs,
+                            "--proto", a.proto], timeout=INNER_TIMEOUT)
+    _, ns, done = eu.relay(tap, results)
+    tap.ok(rc == 0 and done, "the containerd run completed",
+           "inner exit %s\n%s" % (rc, out[-6000:]))
 
     # Shims daemonize: one left running would keep the namespace and its mounts alive.
     left = []
@@ -219,9 +145,10 @@ def outer_in(a, tap, work, before, t0):
     tap.ok(ns is not None and not left,
            "no process of the private mount namespace is left (containerd, shims, runc, bridge)",
            "left: %s" % ", ".join("%d %s" % (p, comm(p)) for p in left))
-    tap.ok(host_snapshot() == before,
+    after = eu.host_snapshot(HOST_DIRS)
+    tap.ok(after == before,
            "the host's containerd and CDI dirs are untouched (%s)" % " ".join(HOST_DIRS),
-           "%s -> %s" % (before, host_snapshot()))
+           "%s -> %s" % (before, after))
     cg = leftover_cgroups(os.path.basename(work))
     tap.ok(not cg, "no cgroup of the pod is left", " ".join(cg))
     took = time.monotonic() - t0
@@ -277,35 +204,6 @@ def leftover_cgroups(work_name):
 
 
 # ---- inner: private mount namespace, bridge, containerd, CRI -------------------------------
-
-class Results:
-    def __init__(self, path):
-        self.f = open(path, "a")
-
-    def _w(self, obj):
-        self.f.write(json.dumps(obj) + "\n")
-        self.f.flush()
-
-    def ok(self, cond, desc, diag=""):
-        self._w({"type": "test", "ok": bool(cond), "desc": desc, "diag": str(diag)})
-        return bool(cond)
-
-    def note(self, msg):
-        self._w({"type": "note", "msg": msg})
-
-    def ns(self, ino):
-        self._w({"type": "ns", "ino": ino})
-
-    def done(self):
-        self._w({"type": "done"})
-
-
-def must(cmd, **kw):
-    r = run(cmd, timeout=60, **kw)
-    if r.returncode != 0:
-        raise RuntimeError("%s failed: %s" % (" ".join(cmd), (r.stderr or r.stdout).strip()))
-    return r
-
 
 def load_cri(containerd_root, work):
     """Compiles the CRI api.proto (without its gogoproto Go-only options) with grpc_tools."""
@@ -479,37 +377,6 @@ class Containerd:
             self.log = None
 
 
-def parse_probe(out):
-    p = {"nodes": {}, "dir": None, "soft": None, "hard": None, "capeff": None, "mlock": None,
-         "env": None, "limits": None, "open": {}}
-    for line in out.splitlines():
-        f = line.split()
-        if not f:
-            continue
-        if f[0] == "node" and len(f) >= 3:
-            p["nodes"][f[1]] = " ".join(f[2:])
-        elif f[0] == "dir" and len(f) >= 2:
-            p["dir"] = None if f[2:] == ["absent"] else f[2:]
-        elif f[0] in ("memlock_soft", "memlock_hard") and len(f) == 2:
-            v = INF if f[1] == "unlimited" else int(f[1]) if f[1].isdigit() else None
-            p["soft" if f[0] == "memlock_soft" else "hard"] = v
-        elif f[0] == "capeff" and len(f) == 2:
-            p["capeff"] = int(f[1], 16)
-        elif f[0] == "mlock":
-            p["mlock"] = " ".join(f[1:])
-        elif f[0] == "env" and len(f) == 2:
-            p["env"] = f[1]
-        elif f[0] == "open" and len(f) >= 2:
-            p["open"][f[1]] = " ".join(f[2:])
-        elif line.startswith("Max locked memory"):
-            # "Max locked memory   8388608   8388608   bytes"
-            v = [x for x in line[len("Max locked memory"):].split()]
-            if len(v) >= 2:
-                p["limits"] = tuple(INF if x == "unlimited" else int(x) if x.isdigit() else None
-                                    for x in v[:2])
-    return p
-
-
 def read_cri_log(path):
     """The container's stdout from a CRI log file: `TIME STREAM P|F TEXT` lines."""
     out = []
@@ -521,10 +388,6 @@ def read_cri_log(path):
             if len(parts) == 4 and parts[1] == "stdout":
                 out.append(parts[3] + ("\n" if parts[2] == "F" else ""))
     return "".join(out)
-
-
-def fmt_limit(v):
-    return "unlimited" if v == INF else "?" if v is None else str(v)
 
 
 class Pod:
@@ -608,7 +471,7 @@ def grpc_error(f):
 
 def inner(a):
     work = a.work
-    res = Results(os.path.join(work, "results.jsonl"))
+    res = eu.Results(os.path.join(work, "results.jsonl"))
     res.ns(os.stat("/proc/self/ns/mnt").st_ino)
     # /run (and /var/run, a symlink to it on Debian) gets a tmpfs only this namespace sees:
     # shim sockets, runc state and /var/run/cdi land there.
@@ -785,7 +648,7 @@ def inner_in(a, res, work, cleanups):
         out = read_cri_log(os.path.join(pod.logdir, name + ".log"))
         diag = "state %s exit %s reason %s %s\nstdout:\n%s" % (
             st.state, st.exit_code, st.reason, st.message, out)
-        return (st.state == pb.CONTAINER_EXITED and st.exit_code == 0), parse_probe(out), diag
+        return (st.state == pb.CONTAINER_EXITED and st.exit_code == 0), eu.parse_probe(out), diag
 
     # Control: no devices. Proves containers run and the memlock starts low.
     ok, p, diag = start("control")
@@ -801,15 +664,10 @@ def inner_in(a, res, work, cleanups):
 
     def check(case, p, diag):
         _, names, uverbs = answers[case]
-        want_dir = sorted(["rdma_cm"] + ["uverbs%d" % n for n in uverbs])
-        want_nodes = {"/dev/infiniband/uverbs%d" % n:
-                      ("c 231:%d" % (192 + n) if n in uverbs else "absent")
-                      for n in range(N_UVERBS)}
-        want_nodes["/dev/infiniband/rdma_cm"] = RDMA_CM
+        want_dir, want_nodes = eu.expected_nodes(uverbs)
         res.ok(p["dir"] == want_dir and p["nodes"] == want_nodes,
                "%s: /dev/infiniband is exactly %s with the fixture's major:minor"
-               % (case, " ".join("%s=%s" % (n, want_nodes["/dev/infiniband/" + n][2:])
-                                 for n in want_dir)),
+               % (case, eu.describe_nodes(want_dir, want_nodes)),
                "got dir %s nodes %s\n%s" % (p["dir"], p["nodes"], diag))
         soft, hard = p["soft"], p["hard"]
         res.ok(soft is not None and soft >= 4 * MIB and (soft == hard or soft == INF)
@@ -882,26 +740,9 @@ def inner_in(a, res, work, cleanups):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--containerd-dir", required=True)
-    ap.add_argument("--rdma-cdi", required=True)
-    ap.add_argument("--hook", required=True)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--mksysfs", required=True)
-    ap.add_argument("--proto", required=True)
-    ap.add_argument("--inner", action="store_true")
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    a.containerd_dir = os.environ.get("RDMA_CDI_CONTAINERD_DIR", a.containerd_dir)
-    for k in ("containerd_dir", "rdma_cdi", "hook", "probe", "mksysfs", "proto"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if a.inner:
-        try:
-            return inner(a)
-        except Exception:
-            traceback.print_exc()
-            return 1
-    return outer(a)
+    return eu.main(("--containerd-dir", "--rdma-cdi", "--hook", "--probe",
+                    "--mksysfs", "--proto"), inner, outer,
+                   env={"containerd_dir": "RDMA_CDI_CONTAINERD_DIR"})
 
 
 if __name__ == "__main__":

@@ -20,82 +20,31 @@
    CAP_SYS_RESOURCE, which no process has on CI machines).
 Needs root. Missing tools or a runtime that cannot start containers FAIL, loudly.
 """
-import argparse
 import glob
 import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
-import tempfile
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
+import e2e_util as eu  # noqa: E402
+from e2e_util import (CONTROL_MEMLOCK, INF, MEMLOCK, MIB, N_UVERBS, PROBE_NODES,  # noqa: E402
+                      bail, fmt_limit, mounts_under, must, run, show)
 
 KIND = "rdma.example/hca"
 BROKEN_KIND = "rdma.example/nohook"
 ONEMEG_KIND = "rdma.example/memlock1m"
-MEMLOCK = resource.RLIMIT_MEMLOCK
-INF = resource.RLIM_INFINITY
-MIB = 1 << 20
-CONTROL_MEMLOCK = 64 << 10
 RUNTIMES = ("runc", "crun")
-# The dgx fixture: uverbsN is 231:192+N; index order is PCI-address order, in which the RoCE
-# function mlx5_8 (bus 0x5e) comes fifth, between mlx5_3 (0x3c) and mlx5_4 (0x9a).
-N_UVERBS = 10
-RDMA_CM = "c 10:57"
-PROBE_NODES = ["/dev/infiniband/uverbs%d" % n for n in range(N_UVERBS)] + \
-    ["/dev/infiniband/rdma_cm"]
-
-
-def uverbs_node(n):
-    return "c 231:%d" % (192 + n)
+# The dgx fixture: index order is PCI-address order, in which the RoCE function mlx5_8
+# (bus 0x5e) comes fifth, between mlx5_3 (0x3c) and mlx5_4 (0x9a).
+# The host's CDI dirs and podman's default state dirs, which the test must not touch.
+HOST_DIRS = ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers", "/run/containers",
+             "/run/libpod")
 
 
 # ---- outer: fixtures, specs, TAP ---------------------------------------------------------
-
-def bail(msg):
-    print("Bail out! " + msg)
-    sys.exit(1)
-
-
-def host_snapshot():
-    """The host's CDI dirs and podman's default state dirs, which the test must not touch."""
-    snap = {}
-    for d in ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers",
-              "/run/containers", "/run/libpod"):
-        snap[d] = sorted(os.listdir(d)) if os.path.isdir(d) else None
-    return snap
-
-
-def mounts_under(prefix):
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = unescape(line.split()[4])
-            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
-                out.append(mp)
-    return out
-
-
-def unescape(s):
-    # mountinfo escapes space, tab, newline and backslash as \ooo.
-    out, i = "", 0
-    while i < len(s):
-        if s[i] == "\\" and i + 4 <= len(s) and s[i + 1:i + 4].isdigit():
-            out += chr(int(s[i + 1:i + 4], 8))
-            i += 4
-        else:
-            out += s[i]
-            i += 1
-    return out
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
 
 def generate(a, work, spec_dir, hook_path, kind=None, extra=()):
     cmd = [a.rdma_cdi, "generate", "--sysfs-root", os.path.join(work, "sys"),
@@ -129,21 +78,10 @@ def outer(a):
         if not os.path.isfile(f):
             bail("%s does not exist" % f)
 
-    host_before = host_snapshot()
-    tmp = os.path.realpath(tempfile.gettempdir())
+    host_before = eu.host_snapshot(HOST_DIRS)
     # The inner run hides /run and /etc behind private mounts: keep the work dir elsewhere.
-    if any(tmp == d or tmp.startswith(d + "/") for d in ("/run", "/etc")):
-        tmp = "/var/tmp"
-    work = tempfile.mkdtemp(prefix="rdma-cdi-e2e-", dir=tmp)
-    os.chmod(work, 0o755)
-    try:
+    with eu.work_dir("rdma-cdi-e2e-", hidden=("/run", "/etc")) as work:
         return outer_in(a, tap, work, host_before)
-    finally:
-        left = mounts_under(work)
-        if left:
-            print("# not removing %s: still mounted: %s" % (work, " ".join(left)))
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def outer_in(a, tap, work, host_before):
@@ -162,7 +100,7 @@ def outer_in(a, tap, work, host_before):
     spec_file = os.path.join(spec_etc, "rdma.example-hca.json")
     tap.ok(r.returncode == 0 and os.path.isfile(spec_file),
            "rdma-cdi generate writes %s for the dgx fixture" % os.path.basename(spec_file),
-           "exit %d\n%s" % (r.returncode, r.stderr))
+           "exit %s\n%s" % (r.returncode, r.stderr))
     if not os.path.isfile(spec_file):
         bail("no spec to test with")
     with open(spec_file) as f:
@@ -183,14 +121,14 @@ def outer_in(a, tap, work, host_before):
     # generate accepts the path and only warns.
     if not tap.ok(r.returncode == 0 and os.path.isfile(broken) and "does not exist" in r.stderr,
                   "rdma-cdi generate --hook-path <missing> writes the spec and warns",
-                  "exit %d\n%s" % (r.returncode, r.stderr)):
+                  "exit %s\n%s" % (r.returncode, r.stderr)):
         bail("no spec with a missing hook to test with")
     # A finite target below the hard limit: the hook sets it exactly, no privilege needed.
     r = generate(a, work, spec_run, a.hook, kind=ONEMEG_KIND, extra=["--memlock", "1M"])
     tap.ok(r.returncode == 0 and os.path.isfile(os.path.join(spec_run,
                                                              "rdma.example-memlock1m.json")),
            "rdma-cdi generate --memlock 1M --kind %s" % ONEMEG_KIND,
-           "exit %d\n%s" % (r.returncode, r.stderr))
+           "exit %s\n%s" % (r.returncode, r.stderr))
 
     # A busybox-static rootfs with the probe.
     rootfs = os.path.join(work, "rootfs")
@@ -202,135 +140,35 @@ def outer_in(a, tap, work, host_before):
     os.chmod(os.path.join(rootfs, "probe"), 0o755)
 
     # Keep the host's containers.conf / storage.conf (default_ulimits, hooks, drivers) out.
-    with open(os.path.join(work, "containers.conf"), "w") as f:
-        f.write("[containers]\n[engine]\ncgroup_manager = \"cgroupfs\"\n"
-                "events_logger = \"file\"\n")
-    with open(os.path.join(work, "storage.conf"), "w") as f:
-        f.write("[storage]\ndriver = \"vfs\"\ngraphroot = \"%s/storage\"\nrunroot = \"%s/runroot\"\n"
-                % (work, work))
+    eu.podman_conf(work)
 
     for rt in RUNTIMES:
         results = os.path.join(work, "results-%s.jsonl" % rt)
-        cmd = ["unshare", "-m", "--propagation", "private", py, os.path.abspath(__file__),
-               "--inner", rt, "--work", work, "--rdma-cdi", a.rdma_cdi, "--hook", a.hook,
-               "--probe", a.probe, "--mksysfs", a.mksysfs]
-        try:
-            r = run(cmd, timeout=240)
-            rc, err = r.returncode, r.stderr
-        except subprocess.TimeoutExpired as e:
-            rc, err = "timeout", str(e.stderr or "")
-        lines = []
-        if os.path.exists(results):
-            with open(results) as f:
-                lines = [json.loads(l) for l in f if l.strip()]
-        for res in lines:
-            if res["type"] == "note":
-                tap.diag("%s: %s" % (rt, res["msg"]))
-            elif res["type"] == "test":
-                tap.ok(res["ok"], "%s: %s" % (rt, res["desc"]), res.get("diag", ""))
-        tap.ok(rc == 0 and any(l["type"] == "done" for l in lines),
-               "%s: the podman run completed" % rt,
-               "inner exit %s\n%s" % (rc, err[-4000:]))
+        rc, out = eu.run_inner([py, os.path.abspath(__file__), "--inner", rt, "--work", work,
+                                "--rdma-cdi", a.rdma_cdi, "--hook", a.hook, "--probe", a.probe,
+                                "--mksysfs", a.mksysfs], timeout=240)
+        _, _, done = eu.relay(tap, results, prefix="%s: " % rt)
+        tap.ok(rc == 0 and done, "%s: the podman run completed" % rt,
+               "inner exit %s\n%s" % (rc, out[-4000:]))
 
-    tap.ok(host_snapshot() == host_before,
+    host_after = eu.host_snapshot(HOST_DIRS)
+    tap.ok(host_after == host_before,
            "the host's /etc/cdi, /var/run/cdi and podman state dirs are untouched",
-           "%s -> %s" % (host_before, host_snapshot()))
+           "%s -> %s" % (host_before, host_after))
     return tap.done()
 
 
 # ---- inner: private mount namespace, podman ------------------------------------------------
 
-class Results:
-    def __init__(self, path):
-        self.f = open(path, "a")
-
-    def _w(self, obj):
-        self.f.write(json.dumps(obj) + "\n")
-        self.f.flush()
-
-    def ok(self, cond, desc, diag=""):
-        self._w({"type": "test", "ok": bool(cond), "desc": desc, "diag": diag})
-        return bool(cond)
-
-    def note(self, msg):
-        self._w({"type": "note", "msg": msg})
-
-    def done(self):
-        self._w({"type": "done"})
-
-
-def must(cmd):
-    r = run(cmd, timeout=60)
-    if r.returncode != 0:
-        raise RuntimeError("%s failed: %s" % (" ".join(cmd), r.stderr.strip()))
-
-
-def private_dir_over(path, scratch):
-    """Gives `path` an empty tmpfs in this mount namespace, creating the mount point (via an
-    overlay over its parent) when the host has no such directory."""
-    if not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        # Mounts below the parent (e.g. /etc/hosts bind mounts in CI containers) would be
-        # hidden by the overlay: park them and put them back.
-        subs = [m for m in mounts_under(parent) if m != parent]
-        parked = []
-        for i, m in enumerate(subs):
-            tgt = os.path.join(scratch, "park-%d" % i)
-            if os.path.isdir(m):
-                os.mkdir(tgt)
-            else:
-                open(tgt, "w").close()
-            must(["mount", "--bind", m, tgt])
-            parked.append((tgt, m))
-        up, wk = os.path.join(scratch, "up"), os.path.join(scratch, "work")
-        os.mkdir(up)
-        os.mkdir(wk)
-        must(["mount", "-t", "overlay", "rdma-cdi-e2e", "-o",
-              "lowerdir=%s,upperdir=%s,workdir=%s" % (parent, up, wk), parent])
-        for tgt, m in parked:
-            if not os.path.exists(m):
-                if os.path.isdir(tgt):
-                    os.makedirs(m)
-                else:
-                    open(m, "w").close()
-            must(["mount", "--bind", tgt, m])
-        os.mkdir(path)
-    must(["mount", "-t", "tmpfs", "-o", "mode=0755", "rdma-cdi-e2e", path])
-
-
-def parse_probe(out):
-    p = {"nodes": {}, "dir": None, "soft": None, "hard": None, "capeff": None, "mlock": None}
-    for line in out.splitlines():
-        f = line.split()
-        if not f:
-            continue
-        if f[0] == "node" and len(f) >= 3:
-            p["nodes"][f[1]] = " ".join(f[2:])
-        elif f[0] == "dir" and len(f) >= 2:
-            p["dir"] = None if f[2:] == ["absent"] else f[2:]
-        elif f[0] in ("memlock_soft", "memlock_hard") and len(f) == 2:
-            v = INF if f[1] == "unlimited" else int(f[1]) if f[1].isdigit() else None
-            p["soft" if f[0] == "memlock_soft" else "hard"] = v
-        elif f[0] == "capeff" and len(f) == 2:
-            p["capeff"] = int(f[1], 16)
-        elif f[0] == "mlock":
-            p["mlock"] = " ".join(f[1:])
-    return p
-
-
-def fmt_limit(v):
-    return "unlimited" if v == INF else str(v)
-
-
 def inner(a):
     rt, work = a.inner, a.work
-    res = Results(os.path.join(work, "results-%s.jsonl" % rt))
+    res = eu.Results(os.path.join(work, "results-%s.jsonl" % rt))
 
     scratch = os.path.join(work, "ns-%s" % rt)
     os.mkdir(scratch)
     # Everything mounted here lives and dies with this private mount namespace.
     must(["mount", "-t", "tmpfs", "-o", "mode=0700", "rdma-cdi-e2e", scratch])
-    private_dir_over("/etc/cdi", scratch)
+    eu.private_dir_over("/etc/cdi", scratch, "rdma-cdi-e2e")
     # /run holds podman's and the runtimes' default state dirs too: a private tmpfs keeps
     # all of it off the host. /var/run is a symlink to /run on Debian.
     for d in ("/run", "/var/run"):
@@ -360,19 +198,14 @@ def inner(a):
              % (fmt_limit(min(soft, CONTROL_MEMLOCK)), fmt_limit(hard), fmt_limit(soft),
                 fmt_limit(hard)))
 
-    env = dict(os.environ, CONTAINERS_CONF=os.path.join(work, "containers.conf"),
-               CONTAINERS_STORAGE_CONF=os.path.join(work, "storage.conf"))
+    env = eu.podman_conf(work)
     base = ["podman", "--root", os.path.join(work, "storage"),
             "--runroot", os.path.join(work, "runroot"),
             "--tmpdir", os.path.join(work, "podman-tmp-%s" % rt),
             "--runtime", rt, "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
 
     def podman(args, timeout=90):
-        try:
-            return run(base + args, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired as e:
-            return subprocess.CompletedProcess(e.cmd, "timeout", e.stdout or "",
-                                               "timed out: %s" % (e.stderr or ""))
+        return run(base + args, timeout=timeout, env=env)
 
     def probe(devices):
         args = ["run", "--rm", "--network", "none",
@@ -382,12 +215,7 @@ def inner(a):
             args += ["--device", d]
         args += ["--rootfs", os.path.join(work, "rootfs"), "/probe"] + PROBE_NODES
         r = podman(args)
-        return r, parse_probe(r.stdout)
-
-    def show(r):
-        return "exit %s\ncmd: %s\nstdout:\n%s\nstderr:\n%s" % (
-            r.returncode, " ".join(r.args) if isinstance(r.args, list) else r.args,
-            r.stdout, r.stderr[-3000:])
+        return r, eu.parse_probe(r.stdout)
 
     # Control: no --device. Also proves the runtime can start containers at all.
     r, p = probe([])
@@ -401,7 +229,7 @@ def inner(a):
         res.ok(p["soft"] is not None and p["soft"] < 4 * MIB and p["mlock"] != "ok"
                and p["capeff"] == 0,
                "control: soft RLIMIT_MEMLOCK %s < 4 MiB, mlock(4 MiB) fails (%s), CapEff 0"
-               % (fmt_limit(p["soft"]) if p["soft"] is not None else "?", p["mlock"]),
+               % (fmt_limit(p["soft"]), p["mlock"]),
                show(r))
     control_soft, control_hard = p["soft"], p["hard"]
 
@@ -419,22 +247,16 @@ def inner(a):
         if not res.ok(r.returncode == 0 and p["mlock"] is not None,
                       "--device %s (%s): container runs" % (dev, what), show(r)):
             continue
-        want_dir = sorted(["rdma_cm"] + ["uverbs%d" % n for n in uverbs])
-        want_nodes = {"/dev/infiniband/uverbs%d" % n: (uverbs_node(n) if n in uverbs
-                                                       else "absent")
-                      for n in range(N_UVERBS)}
-        want_nodes["/dev/infiniband/rdma_cm"] = RDMA_CM
+        want_dir, want_nodes = eu.expected_nodes(uverbs)
         res.ok(p["dir"] == want_dir and p["nodes"] == want_nodes,
                "--device %s: /dev/infiniband is exactly %s with the fixture's major:minor"
-               % (dev, " ".join("%s=%s" % (n, want_nodes["/dev/infiniband/" + n][2:])
-                                for n in want_dir)),
+               % (dev, eu.describe_nodes(want_dir, want_nodes)),
                "got dir %s nodes %s\n%s" % (p["dir"], p["nodes"], show(r)))
         soft, hard = p["soft"], p["hard"]
         res.ok(soft is not None and soft >= 4 * MIB and (soft == hard or soft == INF)
                and (control_soft is None or soft > control_soft),
                "--device %s: the hook raised the soft RLIMIT_MEMLOCK to %s (hard %s)"
-               % (dev, fmt_limit(soft) if soft is not None else "?",
-                  fmt_limit(hard) if hard is not None else "?"), show(r))
+               % (dev, fmt_limit(soft), fmt_limit(hard)), show(r))
         res.ok(p["mlock"] == "ok" and p["capeff"] == 0,
                "--device %s: mlock(4 MiB) succeeds with CapEff 0" % dev, show(r))
 
@@ -463,23 +285,7 @@ def inner(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rdma-cdi", required=True)
-    ap.add_argument("--hook", required=True)
-    ap.add_argument("--probe", required=True)
-    ap.add_argument("--mksysfs", required=True)
-    ap.add_argument("--inner", choices=RUNTIMES)
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    for k in ("rdma_cdi", "hook", "probe", "mksysfs"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if a.inner:
-        try:
-            return inner(a)
-        except Exception:
-            traceback.print_exc()
-            return 1
-    return outer(a)
+    return eu.main(("--rdma-cdi", "--hook", "--probe", "--mksysfs"), inner, outer, inner_choices=RUNTIMES)
 
 
 if __name__ == "__main__":
