@@ -28,6 +28,7 @@
 #include "build-config.h"
 #include "follow.h"
 #include "keeper.h"
+#include "memory.h"
 #include "watch.h"
 #include "plugin.h"
 
@@ -273,7 +274,7 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		dp_metrics_spec_write_failed(b->metrics);
 	if (on_disk) {
 		cJSON_Delete(b->spec_on_disk);
-		b->spec_on_disk = TAKE_PTR(spec);
+		b->spec_on_disk = spec_names_only(TAKE_PTR(spec));
 		publish_all(b, node, b->spec_on_disk, a, force);
 	} else if (!b->spec_on_disk) {
 		_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
@@ -897,6 +898,7 @@ int bridge_run(const struct bridge_options *o)
 	r = check_options(o);
 	if (r < 0)
 		return r;
+	daemon_memory_tune();
 	/* Blocked before any thread exists (gRPC and the watchers start their own), so only
 	 * the loop's signal sources see them. */
 	sigemptyset(&mask);

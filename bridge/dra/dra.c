@@ -33,6 +33,7 @@
 #include "dra.h"
 #include "follow.h"
 #include "keeper.h"
+#include "memory.h"
 #include "watch.h"
 #include "kube.h"
 #include "inventory.h"
@@ -1244,6 +1245,7 @@ int dra_run(const struct dra_options *o)
 	r = check_options(o);
 	if (r < 0)
 		return r;
+	daemon_memory_tune();
 	d.driver = o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER;
 	d.node_name = o->node_name;
 	/* Blocked before any thread exists (gRPC, libcurl's resolver and the watchers start
