@@ -28,6 +28,7 @@
 #include "daemon.h"
 #include "follow.h"
 #include "keeper.h"
+#include "memory.h"
 #include "plugin.h"
 
 /* One pool of the config in force: one kubelet resource. */
@@ -236,7 +237,7 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		dp_metrics_spec_write_failed(b->metrics);
 	if (on_disk) {
 		cJSON_Delete(b->spec_on_disk);
-		b->spec_on_disk = TAKE_PTR(spec);
+		b->spec_on_disk = spec_names_only(TAKE_PTR(spec));
 		publish_all(b, node, b->spec_on_disk, a, force);
 	} else if (!b->spec_on_disk) {
 		_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
@@ -692,5 +693,6 @@ int bridge_run(const struct bridge_options *o)
 	r = check_options(o);
 	if (r < 0)
 		return r;
+	daemon_memory_tune();
 	return daemon_run(&b.dm, &DAEMON_OPTIONS_OF(o, BRIDGE_DEFAULT_RESCAN_SEC), &ops, &b);
 }

@@ -66,6 +66,17 @@ char *spec_qualified_name(const char *kind, const char *device);
  * spec-level hook has args[0] == SPEC_HOOK_ARG0). */
 bool spec_is_ours(const cJSON *spec, const char *kind);
 
+/*
+ * What a daemon keeps of the spec on disk: the names it defines, as {"devices":
+ * [{"name": ...}, ...]} in the spec's order, all that the device tables and the fallback
+ * after a failed write read of it. A whole spec of 2,000 HCAs is a tree of 4,001
+ * devices with their edits, about 7 MiB of small blocks; its names are a tenth of that.
+ * Consumes spec: returns the names tree and frees spec, or returns spec itself when the
+ * names tree cannot be built (out of memory; it answers the same questions). NULL gives
+ * NULL.
+ */
+cJSON *spec_names_only(cJSON *spec);
+
 struct spec_write_options {
 	const char *spec_dir;   /* NULL = SPEC_DEFAULT_DIR; ignored with output */
 	const char *output;     /* write here instead ("-" = stdout); NULL = spec dir */

@@ -31,6 +31,7 @@
 #include "daemon.h"
 #include "follow.h"
 #include "keeper.h"
+#include "memory.h"
 #include "kube.h"
 #include "inventory.h"
 #include "slices.h"
@@ -983,6 +984,7 @@ int dra_run(const struct dra_options *o)
 	r = check_options(o);
 	if (r < 0)
 		return r;
+	daemon_memory_tune();
 	d.driver = o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER;
 	d.node_name = o->node_name;
 	return daemon_run(&d.dm, &DAEMON_OPTIONS_OF(o, DRA_DEFAULT_RESCAN_SEC), &ops, &d);
