@@ -91,6 +91,11 @@ struct disc_follow {
 	uint64_t cost_usec;   /* moving average of a periodic rescan's CPU time */
 	bool stuck_logged;
 	uint64_t last_usec; /* wall time of the scan being handed over, 0 = none */
+	/* The owner may free the follower from inside its callback (a failed first scan
+	 * stops the daemon): disc_follow_free() then only marks it, and the follower is
+	 * destroyed when the callback returns, before anything else touches it. */
+	unsigned calling;
+	bool doomed;
 };
 
 static void job_free(struct scan_job *j)
@@ -103,7 +108,23 @@ static void job_free(struct scan_job *j)
 	free(j);
 }
 
-static void start_scan(struct disc_follow *f, enum disc_follow_reason reason);
+static bool start_scan(struct disc_follow *f, enum disc_follow_reason reason);
+static void destroy(struct disc_follow *f);
+
+/* Calls the owner's callback. false: the owner freed the follower meanwhile, and it is
+ * gone: the caller must return without touching it. */
+static bool notify(struct disc_follow *f, const struct disc_node *node,
+		   const struct disc_node *prev, int error, enum disc_follow_reason reason)
+{
+	f->calling++;
+	f->cfg.fn(f->cfg.userdata, node, prev, error, reason);
+	f->calling--;
+	if (f->doomed && f->calling == 0) {
+		destroy(f);
+		return false;
+	}
+	return !f->doomed;
+}
 
 /* Keeps the periodic rescan under 1/CPU_SHARE_INV of a core, whatever the node's size. */
 static void adapt_period(struct disc_follow *f, uint64_t cpu_usec)
@@ -135,7 +156,7 @@ static void job_done(void *userdata)
 	struct scan_job *j = userdata;
 	struct disc_follow *f;
 	struct node_ref *prev, *next;
-	bool orphaned;
+	bool orphaned, alive;
 
 	pthread_mutex_lock(&j->lock);
 	orphaned = j->orphaned;
@@ -159,15 +180,17 @@ static void job_done(void *userdata)
 	if (j->error < 0) {
 		log_error_errno(j->error, "scanning %s failed",
 				f->cfg.disc.sysfs_root ? f->cfg.disc.sysfs_root : "/sys");
-		f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, j->error, j->reason);
+		alive = notify(f, f->cur ? f->cur->node : NULL, NULL, j->error, j->reason);
 	} else {
 		prev = f->cur;
 		f->cur = next;
-		f->cfg.fn(f->cfg.userdata, next->node, prev ? prev->node : NULL, 0, j->reason);
+		alive = notify(f, next->node, prev ? prev->node : NULL, 0, j->reason);
 		node_ref_put(prev);
 	}
-	f->last_usec = 0;
 	job_free(j);
+	if (!alive)
+		return;
+	f->last_usec = 0;
 	if (f->pending) {
 		f->pending = false;
 		start_scan(f, f->pending_reason);
@@ -230,7 +253,8 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	log_error("scanning %s did not finish within %d s (a sysfs read that never returns?): "
 		  "abandoned, the last good state stays in force",
 		  f->cfg.disc.sysfs_root ? f->cfg.disc.sysfs_root : "/sys", timeout);
-	f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, -ETIMEDOUT, j->reason);
+	if (!notify(f, f->cur ? f->cur->node : NULL, NULL, -ETIMEDOUT, j->reason))
+		return 0;
 	if (f->pending) {
 		f->pending = false;
 		start_scan(f, f->pending_reason);
@@ -238,7 +262,9 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
+/* false: the follower is gone (its owner freed it from the callback that reported a
+ * failure to start the scan). */
+static bool start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 {
 	int timeout = f->cfg.timeout_sec ?: DISC_FOLLOW_SCAN_TIMEOUT_SEC;
 	struct scan_job *j;
@@ -252,7 +278,7 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 		if (!f->pending || reason != DISC_FOLLOW_PERIODIC)
 			f->pending_reason = reason;
 		f->pending = true;
-		return;
+		return true;
 	}
 	if (atomic_load(&scans_stuck) >= SCANS_STUCK_MAX) {
 		if (!f->stuck_logged)
@@ -260,7 +286,7 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 				  "returns",
 				  SCANS_STUCK_MAX);
 		f->stuck_logged = true;
-		return;
+		return true;
 	}
 	f->stuck_logged = false;
 	j = calloc(1, sizeof(*j));
@@ -292,23 +318,22 @@ static void start_scan(struct disc_follow *f, enum disc_follow_reason reason)
 	if (r < 0) {
 		job_free(j);
 		log_error_errno(r, "starting a scan thread failed");
-		f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, r, reason);
-		return;
+		return notify(f, f->cur ? f->cur->node : NULL, NULL, r, reason);
 	}
 	f->job = j;
 	r = sd_event_add_time_relative(f->loop, &f->deadline, CLOCK_MONOTONIC,
 				       (uint64_t)timeout * 1000000, 100000, on_deadline, f);
 	if (r < 0)
 		log_error_errno(r, "arming the scan deadline failed");
-	return;
+	return true;
 oom:
 	log_error("out of memory starting a scan");
-	f->cfg.fn(f->cfg.userdata, f->cur ? f->cur->node : NULL, NULL, -ENOMEM, reason);
+	return notify(f, f->cur ? f->cur->node : NULL, NULL, -ENOMEM, reason);
 }
 
 void disc_follow_rescan(struct disc_follow *f, enum disc_follow_reason reason)
 {
-	start_scan(f, reason);
+	(void)start_scan(f, reason);
 }
 
 uint64_t disc_follow_last_scan_usec(const struct disc_follow *f)
@@ -328,21 +353,21 @@ static int on_settled(sd_event_source *s, uint64_t usec, void *userdata)
 	struct disc_follow *f = userdata;
 
 	f->settle = sd_event_source_disable_unref(f->settle);
-	start_scan(f, DISC_FOLLOW_HOTPLUG);
+	(void)start_scan(f, DISC_FOLLOW_HOTPLUG);
 	return 0;
 }
 
-static void hotplug(struct disc_follow *f, const char *what, const char *name)
+/* false: the follower is gone (see start_scan()). */
+static bool hotplug(struct disc_follow *f, const char *what, const char *name)
 {
 	int r;
 
 	log_info("%s%s%s: rescanning", what, name && *name ? " " : "", name ? name : "");
 	if (f->settle)
-		return;
+		return true;
 	r = sd_event_add_time_relative(f->loop, &f->settle, CLOCK_MONOTONIC, HOTPLUG_SETTLE_USEC,
 				       1000, on_settled, f);
-	if (r < 0)
-		start_scan(f, DISC_FOLLOW_HOTPLUG);
+	return r >= 0 || start_scan(f, DISC_FOLLOW_HOTPLUG);
 }
 
 static void watch_ib_dir(struct disc_follow *f);
@@ -357,19 +382,19 @@ static void on_ib_event(void *userdata, uint32_t mask, const char *name)
 		if (f->ib_watch > 0)
 			fswatch_remove(f->fw, f->ib_watch);
 		f->ib_watch = 0;
-		hotplug(f, f->ib_dir, "went away");
-		watch_ib_dir(f);
+		if (hotplug(f, f->ib_dir, "went away"))
+			watch_ib_dir(f);
 		return;
 	}
 	if (mask & IN_Q_OVERFLOW) {
-		hotplug(f, "inotify queue overflow", NULL);
+		(void)hotplug(f, "inotify queue overflow", NULL);
 		return;
 	}
-	hotplug(f,
-		mask & (IN_CREATE | IN_MOVED_TO)     ? "device node appeared:"
-		: mask & (IN_DELETE | IN_MOVED_FROM) ? "device node removed:"
-						     : "device node changed:",
-		name);
+	(void)hotplug(f,
+		      mask & (IN_CREATE | IN_MOVED_TO)	   ? "device node appeared:"
+		      : mask & (IN_DELETE | IN_MOVED_FROM) ? "device node removed:"
+							   : "device node changed:",
+		      name);
 }
 
 static void on_dev_event(void *userdata, uint32_t mask, const char *name)
@@ -439,7 +464,7 @@ static int on_periodic(sd_event_source *s, uint64_t usec, void *userdata)
 		r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	if (r < 0)
 		log_error_errno(r, "re-arming the periodic rescan failed");
-	start_scan(f, DISC_FOLLOW_PERIODIC);
+	(void)start_scan(f, DISC_FOLLOW_PERIODIC);
 	return 0;
 }
 
@@ -472,7 +497,7 @@ int disc_follow_new(sd_event *loop, struct mailbox *mb, struct fswatch *fw,
 			return r;
 		}
 	}
-	start_scan(f, DISC_FOLLOW_START);
+	(void)start_scan(f, DISC_FOLLOW_START); /* not ours yet to the owner: it cannot free it */
 	*ret = f;
 	return 0;
 }
@@ -481,6 +506,15 @@ void disc_follow_free(struct disc_follow *f)
 {
 	if (!f)
 		return;
+	if (f->calling) {
+		f->doomed = true; /* destroyed when the callback returns (notify()) */
+		return;
+	}
+	destroy(f);
+}
+
+static void destroy(struct disc_follow *f)
+{
 	if (f->job) {
 		pthread_mutex_lock(&f->job->lock);
 		f->job->orphaned = true;

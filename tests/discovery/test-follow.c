@@ -2,7 +2,8 @@
 /*
  * The Sysfs Watcher on a real sd-event loop: a scan that never returns is abandoned at
  * its deadline while the loop keeps running; device nodes appearing and vanishing (and
- * the whole infiniband/ dir coming late or going away) start scans at once.
+ * the whole infiniband/ dir coming late or going away) start scans at once; the owner
+ * may free the follower from inside its callback (a daemon whose first scan fails stops).
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -112,6 +113,60 @@ static void test_deadline(sd_event *e, struct mailbox *mb, struct fswatch *fw, c
 	usleep(100000); /* the orphaned thread frees its job */
 }
 
+/* The daemons stop when their first scan fails, and stopping frees the follower: from
+ * inside the follower's own callback. Under ASan/valgrind a touch after that is caught. */
+static struct disc_follow *owned;
+static int fail_scan(const struct disc_options *o, struct disc_node **ret)
+{
+	int fd = __atomic_load_n(&block_fd, __ATOMIC_SEQ_CST);
+	char c;
+
+	if (fd >= 0 && read(fd, &c, 1) < 0)
+		return -errno;
+	return -EIO;
+}
+
+static void on_scan_free(void *userdata, const struct disc_node *node, const struct disc_node *prev,
+			 int error, enum disc_follow_reason reason)
+{
+	on_scan(userdata, node, prev, error, reason);
+	disc_follow_free(owned);
+	owned = NULL;
+}
+
+static void test_free_in_callback(sd_event *e, struct mailbox *mb, struct fswatch *fw,
+				  const char *dev)
+{
+	int p[2];
+
+	for (int timed_out = 0; timed_out <= 1; timed_out++) {
+		ok(pipe2(p, O_CLOEXEC) == 0, "pipe");
+		block_fd = timed_out ? p[0] : -1;
+		memset(&seen, 0, sizeof(seen));
+		ok(disc_follow_new(e, mb, fw,
+				   &(struct disc_follow_config){
+				       .disc = {.dev_root = dev},
+				       .timeout_sec = 1,
+				       .fn = on_scan_free,
+				       .scan = fail_scan,
+				   },
+				   &owned) == 0,
+		   "follower starts (%s)", timed_out ? "its scan hangs" : "its scan fails");
+		want_n = 1;
+		ok(run_until(e, got_n, 3000), "the failure is reported");
+		EQ_INT(seen.last_error, timed_out ? -ETIMEDOUT : -EIO, "with its error");
+		ok(owned == NULL, "the owner freed the follower in the callback");
+		/* Nothing of the freed follower runs afterwards: no second report. */
+		run_until(e, got_n, 300);
+		EQ_INT(seen.n, 1, "and heard nothing more from it");
+		block_fd = -1;
+		ok(write(p[1], "x", 1) == 1, "release the scan");
+		close(p[0]);
+		close(p[1]);
+		usleep(100000); /* the orphaned thread frees its job */
+	}
+}
+
 static void test_hotplug(sd_event *e, struct mailbox *mb, struct fswatch *fw, const char *dev)
 {
 	char ib[512], node[600];
@@ -177,6 +232,7 @@ int main(void)
 	ok(fswatch_new(e, &(struct fswatch *){NULL}) == -EBUSY, "one watcher per process");
 	test_deadline(e, mb, fw, dev);
 	test_hotplug(e, mb, fw, dev);
+	test_free_in_callback(e, mb, fw, dev);
 	fswatch_free(fw);
 	mailbox_free(mb);
 	sd_event_unref(e);
