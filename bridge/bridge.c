@@ -52,7 +52,6 @@ struct bridge {
 	size_t n_new_pools, kept, removed;
 	/* The spec we last wrote or found up to date: the names that resolve right now. */
 	cJSON *spec_on_disk;
-	bool force_next;
 	struct dp_metrics *metrics; /* NULL without --metrics-address */
 };
 
@@ -205,8 +204,6 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 
-	force |= b->force_next;
-	b->force_next = false;
 	if (daemon_assign(&b->dm, node, "the device lists stay as they were", &a) < 0)
 		return;
 	r = spec_build(node, &b->dm.spec, &spec);
