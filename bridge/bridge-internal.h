@@ -3,7 +3,7 @@
  * bridge internals: the device table the kubelet sees and the protocol logic over it.
  *
  * Everything in this header is pure (no sockets, no threads, no logging) so the unit
- * tests drive it directly; bridge.c and server.c wire it to gRPC.
+ * tests drive it directly; bridge.c and plugin.c wire it to gRPC.
  *
  * Device IDs (what the kubelet, Multus and the SR-IOV CNI see): spec_device_id() in
  * specs/, the same name the spec gives each HCA besides its RDMA name (PCI address,
@@ -177,26 +177,6 @@ int dp_preferred_allocation(const struct dp_table *t,
  */
 void dp_annotation_suffix(char *const *ids, size_t n_ids,
 			  char buf[static DP_ANNOTATION_SUFFIX_MAX + 1]);
-
-/*
- * The next field of the packed message buf[0..len) at *at, for counting or scanning a
- * request before it is unpacked (unpacking allocates per element): its number and, for a
- * length-delimited field, its payload (*ret_data into buf, NULL for the other wire
- * types). 1 with *at past the field, 0 at the end, -EBADMSG when buf is not well formed
- * (groups included: protobuf-c refuses them too). Does not allocate.
- */
-int dp_wire_next(const uint8_t *buf, size_t len, size_t *at, uint64_t *ret_field,
-		 const uint8_t **ret_data, size_t *ret_len);
-
-/*
- * protobuf strings are length-delimited but protobuf-c hands them over NUL-terminated:
- * "0000:18:00.0\0evil" would unpack as "0000:18:00.0". Scans the packed message buf of
- * type d (nested messages included) for a string field holding a NUL byte: 1 with
- * *ret_s and *ret_len the whole string (pointing into buf), 0 when there is none, -EBADMSG
- * when buf is not a well-formed message. Does not allocate.
- */
-int dp_wire_find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
-		     const uint8_t **ret_s, size_t *ret_len);
 
 /* Copies s into buf for a log line or error: printable ASCII only, at most 64 chars. */
 const char *dp_sanitize(const char *s, char *buf, size_t size);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The device-plugin service of one resource on gRPC core (grpc-core.h does the
+ * The device-plugin service of one resource on gRPC core (rpc.h does the
  * plumbing): the v1beta1 methods, the snapshot they answer from, and registration.
  *
  * Registration: a Register call towards kubelet.sock once our socket is served; retried
@@ -198,7 +198,7 @@ static ProtobufCMessage *unpack_payload(grpc_byte_buffer *bb, const ProtobufCMes
 	grpc_byte_buffer_reader_destroy(&reader);
 	m = protobuf_c_message_unpack(d, &b->a, GRPC_SLICE_LENGTH(slice),
 				      GRPC_SLICE_START_PTR(slice));
-	r = m ? dp_wire_find_nul(d, GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), &s, &n)
+	r = m ? rpc_wire_find_nul(d, GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), &s, &n)
 	      : 0;
 	if (r > 0) {
 		/* Enough of it to recognise the ID, never a log line's worth. */

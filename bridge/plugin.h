@@ -15,7 +15,7 @@
 #include <systemd/sd-event.h>
 
 #include "bridge-internal.h"
-#include "grpc-core.h"
+#include "rpc.h"
 #include "metrics.h"
 
 struct dp_plugin;

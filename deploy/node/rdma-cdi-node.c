@@ -34,7 +34,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-#include "common/common.h"
+#include "common.h"
 
 #define EXIT_USAGE 2
 #define MAX_DEPTH 4

@@ -4,6 +4,7 @@
  * device-list strategy, shared mode, ncclEnv, and the CDI annotation key.
  */
 #include "fake-node.h"
+#include "rpc.h"
 
 /* An AllocateRequest from NULL-separated container lists of IDs; ends with two NULLs. */
 static V1beta1__AllocateRequest *request(const char *const *ids)
@@ -454,26 +455,26 @@ static void test_wire_nul(void)
 	size_t n = 0;
 	int r;
 
-	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, clean, sizeof(clean) - 1, &s,
+	r = rpc_wire_find_nul(&v1beta1__allocate_request__descriptor, clean, sizeof(clean) - 1, &s,
 			     &n);
 	ok(r == 0, "an ordinary ID holds no NUL (%d)", r);
-	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, evil, sizeof(evil) - 1, &s,
+	r = rpc_wire_find_nul(&v1beta1__allocate_request__descriptor, evil, sizeof(evil) - 1, &s,
 			     &n);
 	ok(r == 1 && n == 17 && memcmp(s, "0000:1a:00.0\0evil", 17) == 0,
 	   "the second ID's NUL found, the whole ID returned (%d, %zu)", r, n);
-	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, lead, sizeof(lead) - 1, &s,
+	r = rpc_wire_find_nul(&v1beta1__allocate_request__descriptor, lead, sizeof(lead) - 1, &s,
 			     &n);
 	ok(r == 1 && n == 3 && s[0] == '\0', "a leading NUL found (%d)", r);
-	r = dp_wire_find_nul(&v1beta1__preferred_allocation_request__descriptor, pref,
+	r = rpc_wire_find_nul(&v1beta1__preferred_allocation_request__descriptor, pref,
 			     sizeof(pref) - 1, &s, &n);
 	ok(r == 1 && n == 6 && s[5] == '\0', "GetPreferredAllocation: a must-include ID's NUL (%d)",
 	   r);
-	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, unknown, sizeof(unknown) - 1,
+	r = rpc_wire_find_nul(&v1beta1__allocate_request__descriptor, unknown, sizeof(unknown) - 1,
 			     &s, &n);
 	ok(r == 0, "a NUL in an unknown field is no ID's (%d)", r);
-	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, cut, sizeof(cut) - 1, &s, &n);
+	r = rpc_wire_find_nul(&v1beta1__allocate_request__descriptor, cut, sizeof(cut) - 1, &s, &n);
 	ok(r == -EBADMSG, "a truncated message: -EBADMSG (%d)", r);
-	r = dp_wire_find_nul(&v1beta1__allocate_request__descriptor, (const uint8_t *)"", 0, &s,
+	r = rpc_wire_find_nul(&v1beta1__allocate_request__descriptor, (const uint8_t *)"", 0, &s,
 			     &n);
 	ok(r == 0, "an empty message: no NUL (%d)", r);
 }

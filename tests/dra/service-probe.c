@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "grpc-core.h"
+#include "rpc.h"
 #include "loop.h"
 #include "service.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""The DRA service alone (bridge/dra/service.c): service-probe runs it on an sd-event loop
+"""The DRA service alone (dra/service.c): service-probe runs it on an sd-event loop
 and answers batches by a script (see service-probe.c), the kubelet DRA double plays the
 kubelet. One scenario per run:
 

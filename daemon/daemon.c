@@ -12,7 +12,7 @@
 
 #include "common.h"
 #include "daemon.h"
-#include "grpc-core.h"
+#include "rpc.h"
 #include "keeper.h"
 #include "loop.h"
 #include "watch.h"

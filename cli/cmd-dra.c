@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rdma-cdi dra: the kubelet DRA plugin (the work is in bridge/dra/). */
+/* rdma-cdi dra: the kubelet DRA plugin (the work is in dra/). */
 #include <string.h>
 
 #include "cli.h"

@@ -26,7 +26,7 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 
-#include "bridge-internal.h"
+#include "rpc.h"
 #include "common.h"
 #include "dra-health-v1.pb-c.h"
 #include "dra.h"
@@ -118,7 +118,7 @@ static int count_claims(const uint8_t *p, size_t len, size_t *ret)
 	size_t at = 0, n = 0, dlen;
 	int r;
 
-	while ((r = dp_wire_next(p, len, &at, &field, &data, &dlen)) > 0)
+	while ((r = rpc_wire_next(p, len, &at, &field, &data, &dlen)) > 0)
 		if (data && field == 1)
 			n++;
 	if (r < 0)
@@ -231,7 +231,7 @@ int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret,
 			 DRA_CLAIMS_PER_CALL_MAX);
 		return -E2BIG;
 	}
-	e = dp_wire_find_nul(&pb_(node_prepare_resources_request__descriptor), buf, len, &nul,
+	e = rpc_wire_find_nul(&pb_(node_prepare_resources_request__descriptor), buf, len, &nul,
 			     &nul_len);
 	if (e > 0) {
 		text_escape(b, sizeof(b) - 3, (const char *)nul, nul_len < 64 ? nul_len : 64, true);

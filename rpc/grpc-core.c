@@ -24,7 +24,7 @@
 #include <grpc/support/time.h>
 
 #include "common.h"
-#include "grpc-core.h"
+#include "rpc.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 

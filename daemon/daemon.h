@@ -3,7 +3,7 @@
  * daemon: the core the two kubelet daemons share, bridge_run() (bridge.c) and dra_run()
  * (dra/dra.c). It owns what they do alike:
  *   - the sd-event loop, the mailbox, the fswatch and the gRPC runtime (common/loop.h,
- *     grpc-core.h);
+ *     rpc.h);
  *   - the signals: blocked before any thread exists, SIGTERM/SIGINT stop, SIGHUP rescans;
  *     they stay blocked after the run (a second one would kill a cleanly stopped process);
  *   - the Sysfs Watcher (discovery/follow.h): each scan's problems and changes are logged

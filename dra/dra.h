@@ -5,8 +5,8 @@
  *
  * Shares with the bridge: discovery and the Sysfs Watcher (discovery/follow.h), the
  * config pools (config/), the spec writer and keeper (specs/), the loop (common/loop.h),
- * the gRPC core plumbing (bridge/grpc-core.h) and health (disc_node_changes). Adds: the
- * plugin-watcher registration, ResourceSlices through the API server (bridge/kube/),
+ * the gRPC plumbing (rpc/rpc.h), the daemon core (daemon/daemon.h) and health (disc_node_changes). Adds: the
+ * plugin-watcher registration, ResourceSlices through the API server (kube/),
  * NodePrepareResources/NodeUnprepareResources with a checkpoint, one transient CDI spec
  * per claim, and the DRAResourceHealth stream.
  */

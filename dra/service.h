@@ -24,7 +24,7 @@
 #include <systemd/sd-event.h>
 
 #include "claims.h"
-#include "grpc-core.h"
+#include "rpc.h"
 #include "loop.h"
 
 #define DRA_CLAIMS_PER_CALL_MAX 1024

@@ -3,7 +3,7 @@
  * rdma-cdi: the command line. main() takes the global options and hands the rest to one
  * command of the table below; each command (cmd-*.c) parses its own options and decides
  * what the user sees. The work itself is in discovery/, specs/, cdi/ and bridge/ (the DRA
- * driver in bridge/dra/).
+ * driver in dra/).
  *
  * Exit status: 0 success; 1 failure (the cause is printed); 2 bad usage;
  * 3 no usable RDMA device (nothing written, an existing spec is left in place);

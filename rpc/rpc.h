@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
 
 #include "loop.h"
 
@@ -126,3 +127,25 @@ void gc_client_abandon(struct gc_client_call *c);
 
 /* Removes a socket nobody listens on; refuses anything else (-EEXIST, -EADDRINUSE). */
 int gc_remove_stale_socket(const char *path);
+
+/* ---- the protobuf wire format (wire.c) ---- */
+
+/*
+ * The next field of the packed message buf[0..len) at *at, for counting or scanning a
+ * request before it is unpacked (unpacking allocates per element): its number and, for a
+ * length-delimited field, its payload (*ret_data into buf, NULL for the other wire
+ * types). 1 with *at past the field, 0 at the end, -EBADMSG when buf is not well formed
+ * (groups included: protobuf-c refuses them too). Does not allocate.
+ */
+int rpc_wire_next(const uint8_t *buf, size_t len, size_t *at, uint64_t *ret_field,
+		 const uint8_t **ret_data, size_t *ret_len);
+
+/*
+ * protobuf strings are length-delimited but protobuf-c hands them over NUL-terminated:
+ * "0000:18:00.0\0evil" would unpack as "0000:18:00.0". Scans the packed message buf of
+ * type d (nested messages included) for a string field holding a NUL byte: 1 with
+ * *ret_s and *ret_len the whole string (pointing into buf), 0 when there is none, -EBADMSG
+ * when buf is not a well-formed message. Does not allocate.
+ */
+int rpc_wire_find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+		     const uint8_t **ret_s, size_t *ret_len);
