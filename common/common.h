@@ -21,6 +21,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "rc-error.h"
+
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
