@@ -12,8 +12,9 @@
  *   - the kubelet's two sockets (service.h) and the API server (kube.h).
  *
  * Order of a scan: the spec is written first, then the inventory in force is replaced;
- * when the write fails, the inventory keeps only devices the spec on disk still defines
- * (a Prepare never hands out a name that does not resolve). Then slices and health.
+ * it keeps only devices whose names the spec on disk defines, the last one written (a
+ * Prepare never hands out a name that does not resolve; docs/dra.md for a failed write).
+ * Then slices and health.
  *
  * Claims: Prepare GETs each claim of a batch from the API server at once (in parallel)
  * and prepares each as its answer arrives; a claim is answered only once its per-claim
