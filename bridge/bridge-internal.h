@@ -118,12 +118,13 @@ struct dp_table_options {
 };
 
 /*
- * Builds the table of one pool from a discovery snapshot. When spec is non-NULL only
- * devices the spec defines are taken (so every CDI name we hand out resolves); NULL
- * takes every usable device of the pool. Returns 0, -EINVAL (shared out of range),
- * -E2BIG (dp_list_ids_needed() of the pool beyond DP_LIST_IDS_MAX), -ENOMEM.
+ * Builds the table of one pool from a discovery snapshot. When defined is non-NULL only
+ * devices whose RDMA name it defines are taken (the names of the spec on disk: every CDI
+ * name we hand out resolves); NULL takes every usable device of the pool. Returns 0,
+ * -EINVAL (shared out of range), -E2BIG (dp_list_ids_needed() of the pool beyond
+ * DP_LIST_IDS_MAX), -ENOMEM.
  */
-int dp_table_build(const struct disc_node *node, const cJSON *spec,
+int dp_table_build(const struct disc_node *node, const struct spec_names *defined,
 		   const struct dp_table_options *opts, struct dp_table **ret_table);
 void dp_table_free(struct dp_table *t);
 DEFINE_CLEANUP_FUNC(struct dp_table, dp_table_free)

@@ -50,8 +50,9 @@ struct bridge {
 	/* A new config's pools, between its check and its adoption. */
 	struct pool *new_pools;
 	size_t n_new_pools, kept, removed;
-	/* The spec we last wrote or found up to date: the names that resolve right now. */
-	cJSON *spec_on_disk;
+	/* The names of the spec we last wrote or found up to date (NULL: none yet): the names
+	 * the spec on disk defines, so the only ones we hand out. */
+	struct spec_names *spec_on_disk;
 	struct dp_metrics *metrics; /* NULL without --metrics-address */
 };
 
@@ -83,8 +84,8 @@ static char *pool_socket_name(const char *plugin_dir, const char *resource)
 
 /* ---- applying a scan ---------------------------------------------------------------------- */
 
-static void publish_all(struct bridge *b, const struct disc_node *node, const cJSON *spec,
-			const struct cfg_assignment *a, bool force)
+static void publish_all(struct bridge *b, const struct disc_node *node,
+			const struct spec_names *defined, const struct cfg_assignment *a, bool force)
 {
 	_cleanup_free_ bool *include = calloc(node->n_devices ?: 1, sizeof(bool));
 
@@ -105,7 +106,7 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 		for (size_t d = 0; d < node->n_devices; d++)
 			include[d] = a->pool_of[d] == (long)i;
 		r = dp_table_build(
-		    node, spec,
+		    node, defined,
 		    &(struct dp_table_options){
 			.kind = b->dm.spec.kind,
 			.dev_root = b->dm.spec.dev_root ? b->dm.spec.dev_root : b->o->disc.dev_root,
@@ -148,58 +149,32 @@ static void publish_all(struct bridge *b, const struct disc_node *node, const cJ
 	dp_metrics_devices_end(b->metrics);
 }
 
+/* What the daemon offers: the devices of the current scan whose names the spec on disk
+ * defines (docs/bridge.md). */
+static const struct spec_names *names_on_disk(const struct bridge *b)
+{
+	return b->spec_on_disk ? b->spec_on_disk : spec_names_empty();
+}
+
+/* A write succeeded: the file on disk now defines spec's names. */
+static void spec_written(struct bridge *b, const cJSON *spec)
+{
+	spec_names_free(b->spec_on_disk);
+	b->spec_on_disk = spec_names_new(spec);
+	if (!b->spec_on_disk)
+		log_error("out of memory keeping the names of the CDI spec: advertising no device "
+			  "until the next write");
+}
+
 /*
- * After a failed write: the names that still resolve are those of the last good spec
- * that the new one keeps too. A device that left meanwhile does not come back into the
- * tables before a write succeeds (the file may no longer define it). NULL on OOM.
+ * A failed write leaves the previous file on disk, so its names stay the ones in force:
+ * devices that left are withdrawn at once (the table is built from the new scan), devices
+ * that arrived wait for a write that succeeds (the keeper retries), and one that left and
+ * came back is offered again when the file on disk still defines it.
  */
-static const char *device_name(const cJSON *d)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
-}
-
-/* Failure path only: quadratic in the number of names, which is fine there. */
-static bool spec_defines(const cJSON *spec, const char *name)
-{
-	const cJSON *d;
-
-	cJSON_ArrayForEach (d, cJSON_GetObjectItemCaseSensitive(spec, "devices"))
-		if (device_name(d) && strcmp(device_name(d), name) == 0)
-			return true;
-	return false;
-}
-
-static cJSON *names_kept(const cJSON *old, const cJSON *new)
-{
-	cJSON *out = cJSON_CreateObject(), *devices;
-	const cJSON *d;
-
-	devices = out ? cJSON_AddArrayToObject(out, "devices") : NULL;
-	if (!devices) {
-		cJSON_Delete(out);
-		return NULL;
-	}
-	cJSON_ArrayForEach (d, cJSON_GetObjectItemCaseSensitive(old, "devices")) {
-		const char *name = device_name(d);
-		cJSON *c;
-
-		if (!name || !spec_defines(new, name))
-			continue;
-		c = cJSON_CreateObject();
-		if (!c || !cJSON_AddStringToObject(c, "name", name)) {
-			cJSON_Delete(c);
-			cJSON_Delete(out);
-			return NULL;
-		}
-		cJSON_AddItemToArray(devices, c);
-	}
-	return out;
-}
-
 static void apply(struct bridge *b, const struct disc_node *node, bool force)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	bool on_disk = false;
 	int r;
 
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
@@ -211,45 +186,26 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		log_error_errno(r, "building the CDI spec failed");
 		return;
 	}
-	/* Removals and health first, against the names that resolve now. */
-	if (b->spec_on_disk)
-		publish_all(b, node, b->spec_on_disk, a, false);
 	if (r == -ENODEV) {
 		if (!b->dm.first_done || disc_node_count_usable(node) == 0)
 			log_warning("no usable RDMA device found: advertising none, CDI spec left "
 				    "as is");
-		if (!b->spec_on_disk) {
-			_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
-
-			if (none)
-				publish_all(b, node, none, a, force);
-		} else if (force) {
-			publish_all(b, node, b->spec_on_disk, a, true);
-		}
+		publish_all(b, node, names_on_disk(b), a, force);
 		b->dm.first_done = true;
 		return;
 	}
-	on_disk = spec_keeper_write(b->dm.keeper, spec, disc_node_count_usable(node));
-	if (!on_disk)
-		dp_metrics_spec_write_failed(b->metrics);
-	if (on_disk) {
-		cJSON_Delete(b->spec_on_disk);
-		b->spec_on_disk = spec_names_only(TAKE_PTR(spec));
-		publish_all(b, node, b->spec_on_disk, a, force);
-	} else if (!b->spec_on_disk) {
-		_cleanup_(cJSON_Deletep) cJSON *none = cJSON_CreateObject();
-
-		if (none)
-			publish_all(b, node, none, a, force);
+	/* Removals and health first, against the names the spec on disk defines; with none
+	 * yet (or one the config moved), the lists wait for the write. */
+	if (b->spec_on_disk)
+		publish_all(b, node, b->spec_on_disk, a, false);
+	if (spec_keeper_write(b->dm.keeper, spec, disc_node_count_usable(node))) {
+		spec_written(b, spec);
+		cJSON_Delete(TAKE_PTR(spec)); /* the tree is megabytes: gone before the trim */
+		publish_all(b, node, names_on_disk(b), a, force);
 	} else {
-		cJSON *kept = names_kept(b->spec_on_disk, spec);
-
-		if (kept) {
-			cJSON_Delete(b->spec_on_disk);
-			b->spec_on_disk = kept;
-		}
-		if (force)
-			publish_all(b, node, b->spec_on_disk, a, true);
+		dp_metrics_spec_write_failed(b->metrics);
+		if (force || !b->spec_on_disk) /* else published above */
+			publish_all(b, node, names_on_disk(b), a, force);
 	}
 	b->dm.first_done = true;
 	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
@@ -544,7 +500,7 @@ static void on_config_adopt(void *userdata, bool spec_moved)
 	b->n_pools = n;
 	if (spec_moved) {
 		/* Other names or another file: nothing of the old spec counts. */
-		cJSON_Delete(b->spec_on_disk);
+		spec_names_free(b->spec_on_disk);
 		b->spec_on_disk = NULL;
 	}
 }
@@ -664,7 +620,7 @@ static void release(void *userdata)
 	struct bridge *b = userdata;
 
 	sd_event_source_disable_unref(b->dir_poll);
-	cJSON_Delete(b->spec_on_disk);
+	spec_names_free(b->spec_on_disk);
 	free(b->plugin_dir);
 	dp_metrics_free(b->metrics); /* last: every caller of it is gone */
 }

@@ -146,37 +146,6 @@ static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char 
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static bool name_in(const char **names, size_t n, const char *name)
-{
-	return bsearch(&name, names, n, sizeof(*names), cmp_str) != NULL;
-}
-
-/* Sorted array of the device names a spec defines (pointers into the spec). */
-static int spec_names(const cJSON *spec, const char ***ret, size_t *ret_n)
-{
-	const cJSON *devices = cJSON_GetObjectItemCaseSensitive(spec, "devices"), *d;
-	size_t n = 0, cap = (size_t)cJSON_GetArraySize(devices);
-	const char **names = calloc(cap ? cap : 1, sizeof(*names));
-
-	if (!names)
-		return -ENOMEM;
-	cJSON_ArrayForEach (d, devices) {
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
-
-		if (cJSON_IsString(name) && n < cap)
-			names[n++] = name->valuestring;
-	}
-	qsort(names, n, sizeof(*names), cmp_str);
-	*ret = names;
-	*ret_n = n;
-	return 0;
-}
-
 static int cmp_id(const void *a, const void *b, void *userdata)
 {
 	const struct dp_id *ids = userdata;
@@ -223,24 +192,18 @@ size_t dp_list_ids_needed(size_t n_hcas, unsigned shared)
 _Static_assert(SPEC_ID_MAX + SPEC_ID_SUFFIX_MAX <= DP_ID_MAX, "ID suffix room");
 _Static_assert(DP_SHARED_MAX <= 1000, "\"-s<k>\" fits SPEC_ID_SUFFIX_MAX");
 
-int dp_table_build(const struct disc_node *node, const cJSON *spec,
+int dp_table_build(const struct disc_node *node, const struct spec_names *defined,
 		   const struct dp_table_options *opts, struct dp_table **ret_table)
 {
 	_cleanup_(dp_table_freep) struct dp_table *t = NULL;
-	_cleanup_free_ const char **names = NULL;
 	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
 	unsigned replicas = opts->shared > 1 ? opts->shared : 1;
-	size_t n_names = 0, n_take = 0, n = 0;
+	size_t n_take = 0, n = 0;
 	_cleanup_free_ bool *take = NULL, *drop = NULL;
 	int r;
 
 	if (opts->shared > DP_SHARED_MAX)
 		return -EINVAL;
-	if (spec) {
-		r = spec_names(spec, &names, &n_names);
-		if (r < 0)
-			return r;
-	}
 	take = calloc(node->n_devices ? node->n_devices : 1, sizeof(*take));
 	if (!take)
 		return -ENOMEM;
@@ -248,7 +211,7 @@ int dp_table_build(const struct disc_node *node, const cJSON *spec,
 		const struct disc_device *dev = &node->devices[i];
 
 		take[i] = disc_device_usable(dev) && (!opts->include || opts->include[i]) &&
-			  (!spec || name_in(names, n_names, dev->name));
+			  (!defined || spec_names_has(defined, dev->name));
 		n_take += take[i];
 	}
 	/* Before anything is allocated: the list must fit the kubelet's receive limit. */

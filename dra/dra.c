@@ -12,8 +12,9 @@
  *   - the kubelet's two sockets (service.h) and the API server (kube.h).
  *
  * Order of a scan: the spec is written first, then the inventory in force is replaced;
- * when the write fails, the inventory keeps only devices the spec on disk still defines
- * (a Prepare never hands out a name that does not resolve). Then slices and health.
+ * it keeps only devices whose names the spec on disk defines, the last one written (a
+ * Prepare never hands out a name that does not resolve; docs/dra.md for a failed write).
+ * Then slices and health.
  *
  * Claims: Prepare GETs each claim of a batch from the API server at once (in parallel)
  * and prepares each as its answer arrives; a claim is answered only once its per-claim
@@ -74,10 +75,9 @@ struct dra {
 	const char *driver, *node_name;
 	char *plugin_dir, *registry_dir;
 	struct daemon dm; /* loop, signals, watcher, the config in force, keeper, stopping */
-	/* The device names of the spec we last wrote or found up to date, sorted: only
-	 * they are needed, and the spec's tree costs megabytes at 2,000 devices. */
+	/* The names of the spec we last wrote or found up to date (NULL: none yet): the
+	 * names the spec on disk defines, so the only ones we hand out. */
 	struct spec_names *spec_on_disk;
-	bool spec_ok; /* the last scan's names all resolve from it */
 	struct spec_keeper *keeper;
 	struct dra_inventory *inv; /* in force: what is published and prepared from */
 	struct kube_config *kcfg;
@@ -231,69 +231,21 @@ static void publish_health(struct dra *d)
 
 /* ---- applying a scan --------------------------------------------------------------------- */
 
-struct spec_names {
-	size_t n;
-	char *names[];
-};
-
-static void spec_names_free(struct spec_names *s)
+/* What the driver offers: the devices of the current scan whose names the spec on disk
+ * defines (docs/dra.md). Returns how many it left out. */
+static size_t inventory_keep_defined(struct dra_inventory *inv, const struct spec_names *defined)
 {
-	for (size_t i = 0; s && i < s->n; i++)
-		free(s->names[i]);
-	free(s);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names of spec's devices, sorted; NULL on OOM. */
-static struct spec_names *spec_names_of(const cJSON *spec)
-{
-	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices"), *dev;
-	struct spec_names *s =
-	    calloc(1, sizeof(*s) + (size_t)cJSON_GetArraySize(devs) * sizeof(char *));
-
-	if (!s)
-		return NULL;
-	cJSON_ArrayForEach (dev, devs) {
-		const char *name =
-		    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "name"));
-
-		if (!name)
-			continue;
-		s->names[s->n] = strdup(name);
-		if (!s->names[s->n]) {
-			spec_names_free(s);
-			return NULL;
-		}
-		s->n++;
-	}
-	qsort(s->names, s->n, sizeof(char *), cmp_str);
-	return s;
-}
-
-static bool spec_defines(const struct spec_names *spec, const char *name)
-{
-	return spec && bsearch(&name, spec->names, spec->n, sizeof(char *), cmp_str);
-}
-
-/* After a failed write: only devices whose name the spec on disk defines stay. */
-static void inventory_keep_resolvable(struct dra_inventory *inv, const struct spec_names *spec)
-{
-	size_t n = 0;
+	size_t n = 0, left_out;
 
 	for (size_t i = 0; i < inv->n_hcas; i++) {
 		const char *eq = strchr(inv->hcas[i].cdi_id, '=');
 
-		if (spec && eq && spec_defines(spec, eq + 1))
+		if (eq && spec_names_has(defined, eq + 1))
 			inv->hcas[n++] = inv->hcas[i];
 	}
-	if (n < inv->n_hcas)
-		log_warning("%zu device(s) not published until the CDI spec can be written",
-			    inv->n_hcas - n);
+	left_out = inv->n_hcas - n;
 	inv->n_hcas = n;
+	return left_out;
 }
 
 static void publish(struct dra *d)
@@ -310,8 +262,14 @@ static void publish(struct dra *d)
 	publish_health(d);
 }
 
-/* The spec: true when the names of node's devices resolve from the file on disk. */
-static bool write_spec(struct dra *d, const struct disc_node *node)
+/*
+ * Writes the spec of node. A failed write leaves the previous file on disk, so its names
+ * stay the ones in force: devices that left are withdrawn at once (the inventory is built
+ * from the new scan), devices that arrived wait for a write that succeeds (the keeper
+ * retries), and one that left and came back is offered again when the file on disk still
+ * defines it.
+ */
+static void write_spec(struct dra *d, const struct disc_node *node)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	int r;
@@ -321,18 +279,19 @@ static bool write_spec(struct dra *d, const struct disc_node *node)
 		if (!d->dm.first_done)
 			log_warning("no usable RDMA device found: publishing none, CDI spec left "
 				    "as is");
-		return true; /* nothing to resolve */
+		return;
 	}
 	if (r < 0) {
 		log_error_errno(r, "building the CDI spec failed");
-		return false;
+		return;
 	}
 	if (!spec_keeper_write(d->dm.keeper, spec, disc_node_count_usable(node)))
-		return false;
+		return;
 	spec_names_free(d->spec_on_disk);
-	/* Out of memory: no name resolves, so a later failed write publishes none. */
-	d->spec_on_disk = spec_names_of(spec);
-	return true;
+	d->spec_on_disk = spec_names_new(spec);
+	if (!d->spec_on_disk)
+		log_error("out of memory keeping the names of the CDI spec: publishing no device "
+			  "until the next write");
 }
 
 /* Rebuilds the inventory in force from node; write: the node (or the config) changed, so
@@ -341,21 +300,23 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	struct dra_inventory *inv = NULL;
-	bool on_disk;
+	size_t left_out;
 	int r;
 
 	if (daemon_assign(&d->dm, node, "the slices stay as they were", &a) < 0)
 		return;
 	if (write)
-		d->spec_ok = write_spec(d, node);
-	on_disk = d->spec_ok; /* unchanged node: as the spec was last judged */
+		write_spec(d, node);
 	r = dra_inventory_build(node, d->dm.cfg, a, d->dm.spec.kind, &inv);
 	if (r < 0) {
 		log_error_errno(r, "building the device inventory failed");
 		return;
 	}
-	if (!on_disk)
-		inventory_keep_resolvable(inv, d->spec_on_disk);
+	left_out = inventory_keep_defined(inv, d->spec_on_disk);
+	if (left_out > 0 && write) /* else the same as the last scan's */
+		log_warning("%zu device(s) not published: the CDI spec on disk does not define "
+			    "them",
+			    left_out);
 	dra_inventory_free(d->inv);
 	d->inv = inv;
 	d->dm.first_done = true;

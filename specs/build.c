@@ -316,35 +316,3 @@ bool spec_is_ours(const cJSON *spec, const char *kind)
 	}
 	return false;
 }
-
-cJSON *spec_names_only(cJSON *spec)
-{
-	cJSON *out, *devices;
-	const cJSON *d;
-
-	if (!spec)
-		return NULL;
-	out = cJSON_CreateObject();
-	devices = out ? cJSON_AddArrayToObject(out, "devices") : NULL;
-	if (!devices)
-		goto oom;
-	cJSON_ArrayForEach (d, cJSON_GetObjectItemCaseSensitive(spec, "devices")) {
-		const char *name =
-		    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
-		cJSON *c;
-
-		if (!name)
-			continue;
-		c = cJSON_CreateObject();
-		if (!c || !cJSON_AddStringToObject(c, "name", name) ||
-		    !cJSON_AddItemToArray(devices, c)) {
-			cJSON_Delete(c);
-			goto oom;
-		}
-	}
-	cJSON_Delete(spec);
-	return out;
-oom:
-	cJSON_Delete(out);
-	return spec;
-}

@@ -142,15 +142,20 @@ static void test_spec_filter(void)
 	struct fake_node *f = fake_dgx();
 	cJSON *spec = cJSON_Parse("{\"devices\":[{\"name\":\"mlx5_3\"},{\"name\":\"0\"},"
 				  "{\"name\":\"mlx5_0\"},{\"name\":\"all\"}]}");
+	struct spec_names *names = spec ? spec_names_new(spec) : NULL;
 	struct dp_table_options o = {.kind = "example.com/nic"};
 	struct dp_table *t = NULL;
 
-	ok(spec && dp_table_build(&f->node, spec, &o, &t) == 0, "build with a spec filter");
+	ok(names && dp_table_build(&f->node, names, &o, &t) == 0, "build with a spec filter");
 	ok(t && t->n_ids == 2, "only devices the spec defines are advertised (%zu)",
 	   t ? t->n_ids : 0);
 	is_str(t->hcas[0].qualified, "example.com/nic=mlx5_0", "qualified name uses the kind");
 	is_str(t->hcas[1].name, "mlx5_3", "table order is discovery order");
 	dp_table_free(t);
+	ok(dp_table_build(&f->node, spec_names_empty(), &o, &t) == 0 && t->n_ids == 0,
+	   "a spec that defines nothing: nothing advertised");
+	dp_table_free(t);
+	spec_names_free(names);
 	cJSON_Delete(spec);
 	fake_free(f);
 }
@@ -278,6 +283,7 @@ static void test_ids_name_spec_devices(void)
 	struct fake_node *f = fake_new(8);
 	struct spec_options so = {0};
 	cJSON *spec = NULL;
+	struct spec_names *names = NULL;
 	bool pool[8] = {false, true, true, true, true, true};
 	struct dp_table_options o = {.include = pool, .shared = 2};
 	struct dp_table *t = NULL;
@@ -297,7 +303,9 @@ static void test_ids_name_spec_devices(void)
 		f->node.devices[i].uverbs.major = 231;
 	ok(spec_build(&f->node, &so, &spec) == 0, "spec of the node");
 	/* mlx5_0 is in no pool: its sibling keeps the "<pci>-<name>" form all the same. */
-	ok(dp_table_build(&f->node, spec, &o, &t) == 0 && t->n_hcas == 5, "pool table, shared 2");
+	names = spec ? spec_names_new(spec) : NULL;
+	ok(names && dp_table_build(&f->node, names, &o, &t) == 0 && t->n_hcas == 5,
+	   "pool table, shared 2");
 	for (size_t i = 0; t && i < t->n_ids; i++) {
 		const struct dp_hca *h = &t->hcas[t->ids[i].hca];
 		char base[DP_ID_MAX + 1];
@@ -324,6 +332,7 @@ static void test_ids_name_spec_devices(void)
 	ok(id_of(t, name) && strncmp(id_of(t, name), "0000:5e:00.0-x", 14) == 0,
 	   "long name: the hashed ID in both (%s)", id_of(t, name));
 	dp_table_free(t);
+	spec_names_free(names);
 	cJSON_Delete(spec);
 	fake_free(f);
 }

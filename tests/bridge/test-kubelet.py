@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet_double as kd  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
+from spec_files import block_spec, write_foreign_spec  # noqa: E402
 
 DGX_NUMA = {
     "0000:1a:00.0": 0, "0000:1b:00.0": 0, "0000:3b:00.0": 0, "0000:3c:00.0": 0,
@@ -858,35 +859,85 @@ def sc_port_flap(c):
            "recovery logged")
 
 
+# After a failed spec write both daemons offer the devices of the current scan whose names
+# the spec on disk defines, the spec of the last write that succeeded (docs/bridge.md; the
+# DRA driver's twin is tests/dra/test-dra.py spec-blocked).
+
+
 def sc_spec_blocked(c):
-    """The spec cannot be written: health and removals still reach the kubelet; retried."""
+    """The spec cannot be written: health and removals still reach the kubelet, a device
+    that arrives waits for a write that succeeds; retried."""
     tap = c.tap
+    new = Hca(c, "mlx5_3", "uverbs3")
+    new.unplug()  # it arrives while the spec is blocked
     b, stream, lst = c.up(["--rescan-interval", "1"])
+    tap.ok(len(lst) == 9 and "0000:3c:00.0" not in by_id(lst), "9 HCAs at start", lst)
     path = b.spec_path()
-    os.unlink(path)
-    with open(path, "w") as f:  # a hand-written foreign spec sits at our path now
-        json.dump({"cdiVersion": "0.5.0", "kind": "other.example/x", "devices": []}, f)
-    foreign = open(path).read()
+    foreign = write_foreign_spec(path)  # a hand-written foreign spec sits at our path now
     set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
-    hca = Hca(c, "mlx5_3", "uverbs3")
+    hca = Hca(c, "mlx5_2", "uverbs2")
     hca.unplug()
-    lst = stream.wait(lambda ls: "0000:3c:00.0" not in by_id(ls[-1]) and
+    lst = stream.wait(lambda ls: "0000:3b:00.0" not in by_id(ls[-1]) and
                       by_id(ls[-1])["0000:1a:00.0"].health == "Unhealthy", 3)
     tap.ok(lst is not None, "spec blocked: the removal and the port DOWN still reach the "
            "kubelet", c.log())
     tap.ok(b.wait_log("writing the CDI spec into") and "move the file" in b.log_text(),
            "the failure is logged with its fix", b.log_text())
     tap.ok(open(path).read() == foreign, "the foreign file is left alone")
-    hca.replug()
+    new.replug()
     time.sleep(1.5)
     tap.ok("0000:3c:00.0" not in by_id(stream.lists[-1]),
-           "a new device is not advertised while the spec cannot define it")
+           "a device that arrived is not advertised while no spec on disk defines it")
     os.unlink(path)
     lst = stream.wait(lambda ls: "0000:3c:00.0" in by_id(ls[-1]), 5)
     tap.ok(lst is not None and spec_has(b, "mlx5_3") is True,
            "the way cleared: the retry writes the spec, then the device is advertised",
            c.log())
     tap.ok(b.proc.poll() is None, "the bridge kept running")
+
+
+def sc_spec_blocked_return(c):
+    """A device that leaves and comes back while writes fail is advertised again when the
+    file on disk still defines it."""
+    tap = c.tap
+    c.start_kubelet()
+    b = c.bridge(["--rescan-interval", "0"], start=False)  # hotplug events and retries alone
+    path = b.spec_path()
+    os.makedirs(b.spec_dir, exist_ok=True)
+    write_foreign_spec(path)  # at our path from the start
+    b.start()
+    c.registered()
+    stream, lst = c.first_list()
+    tap.ok(len(lst) == 0, "started while the spec cannot be written: nothing advertised",
+           c.log())
+    os.unlink(path)
+    lst = stream.wait(lambda ls: len(ls[-1]) == 10, 10)
+    tap.ok(lst is not None and b.log_text().count("written again after failures") == 1,
+           "the retry writes the spec, then all 10 are advertised", c.log())
+    blocked = block_spec(path)
+    hca = Hca(c, "mlx5_2", "uverbs2")
+    hca.unplug()
+    lst = stream.wait(lambda ls: "0000:3b:00.0" not in by_id(ls[-1]), 2)
+    tap.ok(lst is not None and len(lst) == 9, "spec blocked: the device that left is "
+           "withdrawn at once", c.log())
+    tap.ok(b.wait_log("writing the CDI spec into") and "move the file" in b.log_text(),
+           "the write fails: a file not ours is at our path", b.log_text())
+    n = len(stream.lists)
+    hca.replug()
+    lst = stream.wait(lambda ls: len(ls) > n and "0000:3b:00.0" in by_id(ls[-1]), 2)
+    tap.ok(lst is not None and len(lst) == 10, "back while writes still fail: advertised "
+           "again, the file on disk defines it", c.log())
+    tap.ok(open(path).read() == blocked and "mlx5_2" in spec_names(path)[1] and
+           b.log_text().count("written again after failures") == 1,
+           "no write succeeded meanwhile: the file on disk is the blocked copy")
+    resp = c.kubelet.plugin_stub().Allocate(alloc(c.kubelet.pb, ["0000:3b:00.0"]))
+    tap.ok([d.name for d in resp.container_responses[0].cdi_devices] ==
+           ["rdma.example/hca=mlx5_2"], "Allocate hands it out under the name the file on "
+           "disk defines")
+    os.unlink(path)
+    tap.ok(b.wait_log("written again after failures", timeout=35, count=2) and
+           spec_has(b, "mlx5_2") is True, "the retry then writes the spec", b.log_text())
+    tap.ok(len(stream.lists[-1]) == 10 and not stream.ended, "and all 10 stay advertised")
 
 
 def sc_fifo(c):
@@ -1570,6 +1621,7 @@ SCENARIOS = {
     "hotplug": sc_hotplug,
     "port-flap": sc_port_flap,
     "spec-blocked": sc_spec_blocked,
+    "spec-blocked-return": sc_spec_blocked_return,
     "fifo": sc_fifo,
     "pools": sc_pools,
     "reload": sc_reload,

@@ -30,6 +30,7 @@ import apiserver_double as asd  # noqa: E402
 import kubelet_dra_double as kdd  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from tap import Tap  # noqa: E402
+from spec_files import block_spec, write_foreign_spec  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 DRIVER = "rdma.example"
@@ -730,6 +731,67 @@ def sc_port_down(c):
            "gap %s" % gap)
 
 
+def sc_spec_blocked(c):
+    """The shared spec cannot be written: the driver publishes and prepares the devices of
+    the current scan whose names the spec on disk defines, the spec of the last write that
+    succeeded (docs/dra.md; the bridge's twin is tests/bridge/test-kubelet.py)."""
+    tap = c.tap
+    new = Hca(c, "mlx5_3")
+    new.unplug()  # it arrives while the spec is blocked
+    path = os.path.join(c.spec_dir, "rdma.example-hca.json")
+    write_foreign_spec(path)  # at our path from the start
+    d = c.driver(["--rescan-interval", "0"])  # hotplug and retries alone
+    reg = c.registered()
+    cl = c.client(reg)
+    tap.ok(c.api.wait_for(lambda: c.api.slices(DRIVER, NODE), 10) and c.devices() == {},
+           "started while the spec cannot be written: an empty slice, no device",
+           "%s\n%s" % (sorted(c.devices()), c.log()[-2000:]))
+    os.unlink(path)
+    devs = c.wait_devices(lambda ds: len(ds) == 9, 10)
+    tap.ok(devs is not None and d.log_text().count("written again after failures") == 1,
+           "the retry writes the spec, then the 9 HCAs are published", c.log()[-2000:])
+    blocked = block_spec(path)
+    gone = Hca(c, "mlx5_2")
+    gone.unplug()
+    devs = c.wait_devices(lambda ds: dev_name("mlx5_2") not in ds and len(ds) == 8, 3)
+    tap.ok(devs is not None, "spec blocked: the device that left leaves the slices at once",
+           "%s\n%s" % (sorted(c.devices()), c.log()[-2000:]))
+    tap.ok(d.wait_log("writing the CDI spec into") and "move the file" in d.log_text(),
+           "the write fails: a file not ours is at our path", d.log_text()[-2000:])
+    k2 = c.api.add_claim("default", "c2", results=[result("mlx5_2")])
+    k3 = c.api.add_claim("default", "c3", results=[result("mlx5_3")])
+    u2, u3 = k2["metadata"]["uid"], k3["metadata"]["uid"]
+    ans = cl.prepare([("default", "c2", u2)])
+    tap.ok(ans[u2]["error"] != "", "Prepare of the device that left is refused", ans)
+    gone.replug()
+    new.replug()
+    devs = c.wait_devices(lambda ds: dev_name("mlx5_2") in ds, 3)
+    tap.ok(devs is not None and len(devs) == 9, "back while writes still fail: mlx5_2 is "
+           "published again, the file on disk defines it", sorted(c.devices()))
+    time.sleep(1.0)
+    tap.ok(dev_name("mlx5_3") not in c.devices(), "mlx5_3, which arrived, is not: the file "
+           "on disk does not define it", d.log_text()[-2000:])
+    ans = cl.prepare([("default", "c2", u2), ("default", "c3", u3)])
+    ids = [x["cdi_device_ids"][0] for x in ans[u2].get("devices", [])]
+    names = {x["name"] for x in json.loads(blocked)["devices"]}
+    tap.ok(ans[u2]["error"] == "" and ids == [cdi_id("mlx5_2")] and
+           DGX["mlx5_2"][0] in names, "Prepare hands mlx5_2 out under a name the file on "
+           "disk defines", ans)
+    tap.ok(ans[u3]["error"] != "", "Prepare of mlx5_3 is refused", ans)
+    tap.ok(open(path).read() == blocked and
+           d.log_text().count("written again after failures") == 1,
+           "no write succeeded meanwhile: the file on disk is the blocked copy")
+    os.unlink(path)
+    devs = c.wait_devices(lambda ds: dev_name("mlx5_3") in ds and len(ds) == 10, 35)
+    spec = load_json(path)
+    tap.ok(devs is not None and d.log_text().count("written again after failures") == 2 and
+           DGX["mlx5_3"][0] in {x["name"] for x in (spec or {}).get("devices") or []},
+           "the way cleared: the retry writes the spec, then mlx5_3 is published",
+           d.log_text()[-2000:])
+    ans = cl.prepare([("default", "c3", u3)])
+    tap.ok(ans[u3]["error"] == "", "and prepared", ans)
+
+
 def sc_wrong_ca(c):
     """A kubeconfig whose CA did not sign the server's certificate: the driver serves the
     kubelet, but no request (and so no bearer token) reaches the server."""
@@ -1051,6 +1113,7 @@ SCENARIOS = {
     "restart": sc_restart,
     "hotplug": sc_hotplug,
     "port-down": sc_port_down,
+    "spec-blocked": sc_spec_blocked,
     "pools": sc_pools,
     "admin-share": sc_admin_share,
     "wrong-ca": sc_wrong_ca,

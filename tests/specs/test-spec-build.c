@@ -360,40 +360,35 @@ static void test_qualified_name(void)
 	   "q && strcmp(q, \"rdma.example/hca=mlx5_3\") == 0");
 }
 
-/* What the daemons keep of the spec on disk: every name in order, nothing else. */
-static void test_names_only(void)
+/* What the daemons keep of the spec on disk: the set of exactly the names it defines. */
+static void test_names(void)
 {
 	struct disc_port ports[2] = {ib_port(1, 0, true), ib_port(1, 1, true)};
 	struct disc_device devs[2];
 	struct disc_node node = {.devices = devs, .n_devices = 2};
 	struct spec_options opts = {.dev_root = "/tmp/fake-dev", .hook_path = "/opt/hook"};
-	_cleanup_(cJSON_Deletep) cJSON *names = NULL, *copy = NULL;
-	cJSON *spec = NULL;
-	const cJSON *full, *small;
-	size_t n = 0, same = 0, bare = 0;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	_cleanup_(spec_names_freep) struct spec_names *names = NULL;
+	const cJSON *d;
+	size_t n = 0, has = 0;
 
 	set_dev(&devs[0], "mlx5_0", "0000:0c:00.0", 0, &ports[0]);
 	set_dev(&devs[1], "mlx5_1", "0000:0d:00.0", 1, &ports[1]);
-	ok(spec_build(&node, &opts, &spec) == 0, "names only: spec builds");
-	if (!spec)
+	ok(spec_build(&node, &opts, &spec) == 0, "names: spec builds");
+	names = spec ? spec_names_new(spec) : NULL;
+	if (!ok(names, "names: the set of the spec's names"))
 		return;
-	copy = cJSON_Duplicate(spec, true);
-	names = spec_names_only(spec); /* consumes spec */
-	ok(names && copy, "names only: a tree comes back");
-	if (!names || !copy)
-		return;
-	small = cJSON_GetObjectItem(names, "devices")->child;
-	cJSON_ArrayForEach (full, cJSON_GetObjectItem(copy, "devices")) {
+	cJSON_ArrayForEach (d, cJSON_GetObjectItem(spec, "devices")) {
 		n++;
-		same += small && strcmp(cJSON_GetObjectItem(small, "name")->valuestring,
-					cJSON_GetObjectItem(full, "name")->valuestring) == 0;
-		bare += small && cJSON_GetArraySize(small) == 1;
-		small = small ? small->next : NULL;
+		has += spec_names_has(names, cJSON_GetObjectItem(d, "name")->valuestring);
 	}
-	ok(n == 7 && same == n && small == NULL, "names only: the spec's %zu names, in order", n);
-	ok(bare == n, "names only: each device keeps its name alone");
-	ok(cJSON_GetArraySize(names) == 1, "names only: no kind, edits or version kept");
-	ok(spec_names_only(NULL) == NULL, "names only: NULL gives NULL");
+	ok(n == 7 && has == n && spec_names_count(names) == n,
+	   "names: the spec's %zu names (RDMA names, IDs, indexes, all), no other", n);
+	ok(spec_names_has(names, "mlx5_0") && spec_names_has(names, "0000:0d:00.0") &&
+	       spec_names_has(names, "1") && spec_names_has(names, SPEC_ALL_DEVICE),
+	   "names: mlx5_0, 0000:0d:00.0, 1 and all are defined");
+	ok(!spec_names_has(names, "mlx5_2") && !spec_names_has(names, "rdma.example/hca=mlx5_0"),
+	   "names: another device, or a qualified name, is not");
 }
 
 int main(void)
@@ -403,6 +398,6 @@ int main(void)
 	test_no_spec();
 	test_device_ids();
 	test_qualified_name();
-	test_names_only();
+	test_names();
 	return tap_done();
 }
