@@ -29,6 +29,7 @@
 #include "build-config.h"
 #include "discovery.h"
 #include "doctor-config.h"
+#include "rc-error.h"
 #include "hooks.h"
 #include "specs.h"
 
@@ -675,26 +676,25 @@ static void cri_cb(void *ud, const char *key, const struct doctor_toml_value *v)
 	}
 }
 
-/* Reads and parses one config file; 0, -ENOENT, or -errno with a reason in err. */
-static int read_toml(const char *path, struct cri_settings *s, char *err, size_t errlen)
+/* Reads and parses one config file; 0, -ENOENT (no error set), or -errno with *err
+ * naming the file. */
+static int read_toml(const char *path, struct cri_settings *s, struct rc_error **err)
 {
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	_cleanup_free_ char *buf = NULL;
-	char why[256];
 	size_t len;
 	int r;
 
 	r = read_full_file_at(AT_FDCWD, path, CONFIG_MAX_BYTES, false, &buf, &len);
 	if (r == -ENOENT)
 		return r;
-	if (r < 0) {
-		snprintf(err, errlen, "%s: %s", path,
-			 r == -EFBIG ? "larger than 1 MiB, not a runtime config" : strerror(-r));
-		return r;
-	}
-	r = doctor_toml_parse(buf, len, cri_cb, s, why, sizeof(why));
+	if (r == -EFBIG)
+		return rc_error_set(err, r, "%s: larger than 1 MiB, not a runtime config", path);
 	if (r < 0)
-		snprintf(err, errlen, "%s:%s", path, why);
-	return r;
+		return rc_error_set(err, r, "%s: %s", path, strerror(-r));
+	r = doctor_toml_parse(buf, len, cri_cb, s, &e);
+	/* "file:line:column: reason", as compilers say it */
+	return r < 0 ? rc_error_set(err, r, "%s:%s", path, rc_error_msg(e, r)) : r;
 }
 
 static void cri_settings_done(struct cri_settings *s)
@@ -746,7 +746,8 @@ static void check_containerd(struct doctor *d)
 				 .enable_cdi = {-1, -1},
 				 .sections = containerd_sections,
 				 .n_sections = ELEMENTSOF(containerd_sections)};
-	char err[512], hdr[128], fix[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	char hdr[128], fix[512];
 	cJSON *data;
 	size_t sec;
 	int enable, r;
@@ -756,7 +757,7 @@ static void check_containerd(struct doctor *d)
 		d->oom = true;
 		return;
 	}
-	r = read_toml(path, &s, err, sizeof(err));
+	r = read_toml(path, &s, &err);
 	data = cJSON_CreateObject();
 	cJSON_AddStringToObject(data, "path", "/etc/containerd/config.toml");
 	if (r == -ENOENT) {
@@ -779,7 +780,7 @@ static void check_containerd(struct doctor *d)
 	if (r < 0) {
 		add_check(d, "containerd.config", ST_FAIL, data,
 			  "fix the syntax error: containerd refuses to start with this file", "%s",
-			  err);
+			  rc_error_msg(err, r));
 		cri_settings_done(&s);
 		return;
 	}
@@ -890,7 +891,8 @@ static void check_crio(struct doctor *d)
 				 .n_sections = ELEMENTSOF(crio_sections)};
 	cJSON *data = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(data, "files");
 	struct names drop = {};
-	char err[512], fix[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	char fix[512];
 	size_t found = 0;
 	int r;
 
@@ -900,7 +902,7 @@ static void check_crio(struct doctor *d)
 		return;
 	}
 	/* CRI-O applies crio.conf, then the drop-ins in lexical order: later ones win. */
-	r = read_toml(main_conf, &s, err, sizeof(err));
+	r = read_toml(main_conf, &s, &err);
 	if (r >= 0) {
 		found++;
 		cJSON_AddItemToArray(files, cJSON_CreateString("/etc/crio/crio.conf"));
@@ -919,7 +921,7 @@ static void check_crio(struct doctor *d)
 			d->oom = true;
 			goto out;
 		}
-		r = read_toml(hp, &s, err, sizeof(err));
+		r = read_toml(hp, &s, &err);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
@@ -949,7 +951,8 @@ static void check_crio(struct doctor *d)
 	goto out;
 fail:
 	add_check(d, "crio.config", ST_FAIL, data,
-		  "fix the syntax error: CRI-O refuses to start with this file", "%s", err);
+		  "fix the syntax error: CRI-O refuses to start with this file", "%s",
+		  rc_error_msg(err, r));
 out:
 	names_done(&drop);
 	cri_settings_done(&s);

@@ -35,12 +35,14 @@ struct doctor_toml_value {
  * `[plugins."io.containerd.grpc.v1.cri"]` + `enable_cdi` is
  * "plugins\nio.containerd.grpc.v1.cri\nenable_cdi"); dotted and quoted keys are
  * resolved the same way. v and its strings live only during the call. A syntax error
- * anywhere gives -EBADMSG with "line:column: reason" in err (the runtime would refuse the
+ * anywhere gives -EBADMSG with *err "line:column: reason" (the runtime would refuse the
  * file too); -ENOMEM. Not a validator: duplicate keys and redefined tables are accepted.
+ * Does not log.
  */
+struct rc_error;
 int doctor_toml_parse(const char *buf, size_t len,
 		      void (*cb)(void *ud, const char *key, const struct doctor_toml_value *v),
-		      void *ud, char *err, size_t errlen);
+		      void *ud, struct rc_error **err);
 
 /*
  * systemd's rlimit syntax (LimitMEMLOCK=): "infinity", or a byte count with an optional
