@@ -28,7 +28,7 @@
 #include "common.h"
 #include "build-config.h"
 #include "discovery.h"
-#include "doctor-config.h"
+#include "doctor-internal.h"
 #include "rc-error.h"
 #include "hooks.h"
 #include "specs.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "doctor-config.h"
+#include "doctor-internal.h"
 #include "rc-error.h"
 
 #include "../tap.h"
