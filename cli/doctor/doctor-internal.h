@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * doctor-config: the readers `rdma-cdi doctor` needs for container runtime settings: a
- * TOML subset (containerd's config.toml, CRI-O's crio.conf) and systemd unit settings.
- * Parsers on (buf, len): no I/O, no logging; everything they read is hostile.
+ * The doctor module's inside, shared by its files and included by its tests:
+ *
+ *   doctor.c          doctor_run(): the context (host or container) and the checks in order
+ *   doctor-host.c     what the host and this process give: devices, modules, device nodes,
+ *                     RLIMIT_MEMLOCK and CAP_IPC_LOCK, verbs and rdma_cm, the netns mode
+ *   doctor-runtime.c  the container runtimes' settings: containerd, its unit, CRI-O
+ *   doctor-spec.c     the CDI spec dirs and our spec against what generate writes now
+ *   doctor-report.c   the report: one JSON array of checks, rendered as text or JSON
+ *   doctor-config.c   the readers: a TOML subset and systemd unit settings
+ *
+ * A check never fails the run: it records what it found with doctor_add_check(). Only
+ * running out of memory does (d->oom, sticky, turned into an error by doctor_run()).
  */
 #pragma once
 
@@ -11,6 +20,56 @@
 #include <sys/resource.h>
 
 #include <cjson/cJSON.h>
+
+#include "common.h"
+
+struct disc_node;
+struct doctor_options; /* doctor.h */
+
+#define DOCTOR_CONFIG_MAX_BYTES (1u << 20)
+
+enum doctor_status { DOCTOR_OK, DOCTOR_INFO, DOCTOR_WARN, DOCTOR_FAIL, DOCTOR_SKIP };
+
+struct doctor {
+	const struct doctor_options *o;
+	/* Inside a container, looking at itself (no --host-root): device nodes of devices it
+	 * was not given are expected to be missing, the host's spec is not visible. */
+	bool container;
+	const char *container_why;
+	size_t nodes_given;
+	cJSON *checks; /* the report: one object per check, in order */
+	unsigned n[DOCTOR_SKIP + 1];
+	bool oom;
+};
+
+/* ---- the report (doctor-report.c) ---------------------------------------------- */
+
+/* Records one check; takes ownership of data (may be NULL). fix NULL = nothing to do.
+ * Out of memory sets d->oom. */
+void doctor_add_check(struct doctor *d, const char *id, enum doctor_status st, cJSON *data,
+		      const char *fix, const char *fmt, ...) _printf_(6, 7);
+
+/* ---- the checks: each adds its entries to d ------------------------------------- */
+
+/* sysfs's devices; *ret_node NULL when sysfs cannot be read. -ENOMEM only. */
+int doctor_check_devices(struct doctor *d, struct disc_node **ret_node);
+void doctor_check_modules(struct doctor *d);
+void doctor_check_nodes(struct doctor *d, const struct disc_node *node);
+void doctor_check_memlock(struct doctor *d);
+void doctor_check_verbs(struct doctor *d, size_t sysfs_usable);
+void doctor_check_netns(struct doctor *d);
+void doctor_check_containerd(struct doctor *d);
+void doctor_check_containerd_unit(struct doctor *d);
+void doctor_check_crio(struct doctor *d);
+void doctor_check_spec_dirs(struct doctor *d);
+void doctor_check_spec(struct doctor *d, const struct disc_node *node);
+
+/* stat() (lstat() for exists) of a path this process sees. */
+bool doctor_is_dir(const char *path);
+bool doctor_exists(const char *path);
+
+/* ---- the readers (doctor-config.c): on (buf, len), no I/O, no logging; everything they
+ * read is hostile. --------------------------------------------------------------- */
 
 enum doctor_toml_type {
 	DOCTOR_TOML_BOOL,
