@@ -10,7 +10,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "cdi.h"
 #include "cli.h"
 #include "common.h"
 #include "doctor.h"

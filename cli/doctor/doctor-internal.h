@@ -26,8 +26,6 @@
 struct disc_node;
 struct doctor_options; /* doctor.h */
 
-#define DOCTOR_CONFIG_MAX_BYTES (1u << 20)
-
 enum doctor_status { DOCTOR_OK, DOCTOR_INFO, DOCTOR_WARN, DOCTOR_FAIL, DOCTOR_SKIP };
 
 struct doctor {

@@ -15,6 +15,9 @@
 #include "rc-error.h"
 #include "specs.h"
 
+/* Runtime configs and units are small; anything larger is not one. */
+#define CONFIG_MAX_BYTES (1u << 20)
+
 /* ---- containerd and CRI-O --------------------------------------------------------- */
 
 struct cri_settings {
@@ -64,7 +67,7 @@ static int read_toml(const char *path, struct cri_settings *s, struct rc_error *
 	size_t len;
 	int r;
 
-	r = read_full_file_at(AT_FDCWD, path, DOCTOR_CONFIG_MAX_BYTES, false, &buf, &len);
+	r = read_full_file_at(AT_FDCWD, path, CONFIG_MAX_BYTES, false, &buf, &len);
 	if (r == -ENOENT)
 		return r;
 	if (r == -EFBIG)
@@ -377,7 +380,7 @@ static int scan_unit(const char *hpath, const char *shown, struct unit_limit *li
 	size_t len;
 	int line, r;
 
-	r = read_full_file_at(AT_FDCWD, hpath, DOCTOR_CONFIG_MAX_BYTES, false, &buf, &len);
+	r = read_full_file_at(AT_FDCWD, hpath, CONFIG_MAX_BYTES, false, &buf, &len);
 	if (r < 0)
 		return r;
 	r = doctor_unit_setting(buf, len, "Service", "LimitMEMLOCK", value, sizeof(value), &line);
