@@ -54,25 +54,9 @@ static const struct cli_parser list_parser = {
     .option = list_option,
 };
 
-/* Text from disk as a JSON string: cJSON escapes controls, not invalid UTF-8. */
-static cJSON *disk_string(const char *s)
-{
-	size_t len = strlen(s), n;
-	_cleanup_free_ char *buf = NULL;
-
-	if (text_is_utf8(s, len))
-		return cJSON_CreateString(s);
-	n = text_escape(NULL, 0, s, len, false);
-	buf = malloc(n + 1);
-	if (!buf)
-		return NULL;
-	text_escape(buf, n + 1, s, len, false);
-	return cJSON_CreateString(buf);
-}
-
 static bool add_disk_string(cJSON *o, const char *key, const char *s)
 {
-	cJSON *v = disk_string(s);
+	cJSON *v = json_untrusted_string(s);
 
 	return v && cJSON_AddItemToObject(o, key, v);
 }
@@ -100,7 +84,7 @@ static cJSON *entry_json(const struct cdi_list_entry *e)
 	if (!names)
 		return NULL;
 	for (size_t k = 0; k < e->n_names; k++) {
-		cJSON *n = disk_string(e->names[k]);
+		cJSON *n = json_untrusted_string(e->names[k]);
 
 		if (!n || !cJSON_AddItemToArray(names, n))
 			return NULL;
@@ -118,7 +102,7 @@ static int print_json(const struct cdi_listing *l, const char *const *dirs, size
 	if (!d || !specs || !conflicts)
 		goto oom;
 	for (size_t i = 0; i < n_dirs; i++) {
-		cJSON *s = disk_string(dirs[i]);
+		cJSON *s = json_untrusted_string(dirs[i]);
 
 		if (!s || !cJSON_AddItemToArray(d, s))
 			goto oom;
@@ -130,7 +114,7 @@ static int print_json(const struct cdi_listing *l, const char *const *dirs, size
 			goto oom;
 	}
 	for (size_t i = 0; i < l->n_conflicts; i++) {
-		cJSON *s = disk_string(l->conflicts[i]);
+		cJSON *s = json_untrusted_string(l->conflicts[i]);
 
 		if (!s || !cJSON_AddItemToArray(conflicts, s))
 			goto oom;

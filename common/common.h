@@ -180,6 +180,15 @@ bool text_needs_quotes(const char *s, size_t len);
  */
 char *quote_untrusted(const char *s);
 char *quote_untrusted_len(const char *s, size_t len);
+/* s with text_escape(), without quotes: for a message line. malloc'd; NULL on OOM. */
+char *escape_untrusted(const char *s);
+/*
+ * A cJSON string of text from disk: s itself when it is UTF-8 (cJSON escapes the C0
+ * controls, and the printer must escape DEL and C1: cli_print_json() does), else s with
+ * text_escape() so that the JSON stays valid. NULL on OOM.
+ */
+struct cJSON;
+struct cJSON *json_untrusted_string(const char *s);
 
 /* ---- file reading ---------------------------------------------------------------- */
 

@@ -7,6 +7,8 @@
  */
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "common.h"
 
 /* Length of the valid, printable UTF-8 sequence at s (1..4), 0 for anything to escape. */
@@ -154,4 +156,24 @@ char *quote_untrusted_len(const char *s, size_t len)
 char *quote_untrusted(const char *s)
 {
 	return quote_untrusted_len(s, s ? strlen(s) : 0);
+}
+
+char *escape_untrusted(const char *s)
+{
+	size_t len = strlen(s), n = text_escape(NULL, 0, s, len, false);
+	char *buf = malloc(n + 1);
+
+	if (buf)
+		text_escape(buf, n + 1, s, len, false);
+	return buf;
+}
+
+struct cJSON *json_untrusted_string(const char *s)
+{
+	_cleanup_free_ char *buf = NULL;
+
+	if (text_is_utf8(s, strlen(s)))
+		return cJSON_CreateString(s);
+	buf = escape_untrusted(s);
+	return buf ? cJSON_CreateString(buf) : NULL;
 }

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "doctor-config.h"
+#include "doctor-internal.h"
+#include "rc-error.h"
 
 /*
  * The parser walks the whole document (so a syntax error anywhere is reported with
@@ -27,15 +28,15 @@ struct toml {
 	int line;
 	size_t line_start;
 	char path[1024]; /* current table */
-	char err[256];
+	struct rc_error **err;
 	void (*cb)(void *ud, const char *key, const struct doctor_toml_value *v);
 	void *ud;
 };
 
 static int toml_fail(struct toml *t, const char *msg)
 {
-	snprintf(t->err, sizeof(t->err), "%d:%zu: %s", t->line, t->pos - t->line_start + 1, msg);
-	return -EBADMSG;
+	return rc_error_set(t->err, -EBADMSG, "%d:%zu: %s", t->line, t->pos - t->line_start + 1,
+			    msg);
 }
 
 static int peek(const struct toml *t)
@@ -379,18 +380,17 @@ static int toml_parse(struct toml *t)
 
 int doctor_toml_parse(const char *buf, size_t len,
 		      void (*cb)(void *ud, const char *key, const struct doctor_toml_value *v),
-		      void *ud, char *err, size_t errlen)
+		      void *ud, struct rc_error **err)
 {
-	struct toml t = {.buf = buf, .len = len, .cb = cb, .ud = ud};
+	struct toml t = {.buf = buf, .len = len, .cb = cb, .ud = ud, .err = err};
 	int r;
 
-	if (memchr(buf, '\0', len)) {
-		snprintf(err, errlen, "contains a NUL byte, not a TOML file");
-		return -EBADMSG;
-	}
+	if (memchr(buf, '\0', len))
+		return rc_error_set(err, -EBADMSG, "contains a NUL byte, not a TOML file");
 	r = toml_parse(&t);
-	if (r < 0)
-		snprintf(err, errlen, "%s", r == -ENOMEM ? "out of memory" : t.err);
+	/* Syntax errors set err where they are found; allocations fail silently. */
+	if (r == -ENOMEM)
+		rc_error_set(err, r, "out of memory");
 	return r;
 }
 

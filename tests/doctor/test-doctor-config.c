@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "doctor-config.h"
+#include "doctor-internal.h"
+#include "rc-error.h"
 
 #include "../tap.h"
 
@@ -49,22 +50,25 @@ static void collect(void *ud, const char *key, const struct doctor_toml_value *v
 
 static void toml_good(const char *what, const char *doc, const char *want)
 {
-	char err[256] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	seen[0] = '\0';
-	r = doctor_toml_parse(doc, strlen(doc), collect, NULL, err, sizeof(err));
-	if (!ok(r == 0 && strcmp(seen, want) == 0, "TOML %s", what))
-		printf("#   r=%d err=%s\n#   got:\n%s#   want:\n%s", r, err, seen, want);
+	r = doctor_toml_parse(doc, strlen(doc), collect, NULL, &err);
+	if (!ok(r == 0 && !err && strcmp(seen, want) == 0, "TOML %s", what))
+		printf("#   r=%d err=%s\n#   got:\n%s#   want:\n%s", r, rc_error_msg(err, r), seen,
+		       want);
 }
 
 static void toml_bad(const char *doc, size_t len, const char *want_err)
 {
-	char err[256] = "";
-	int r = doctor_toml_parse(doc, len, NULL, NULL, err, sizeof(err));
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	int r = doctor_toml_parse(doc, len, NULL, NULL, &err);
+	const char *msg = rc_error_msg(err, r);
 
-	ok(r == -EBADMSG && strncmp(err, want_err, strlen(want_err)) == 0,
-	   "TOML %.30s refused: \"%s\" (got r=%d \"%s\")", doc, want_err, r, err);
+	ok(r == -EBADMSG && err && err->code == EBADMSG &&
+	       strncmp(msg, want_err, strlen(want_err)) == 0,
+	   "TOML %.30s refused: \"%s\" (got r=%d \"%s\")", doc, want_err, r, msg);
 }
 
 static void test_toml(void)
@@ -139,7 +143,7 @@ static void test_toml(void)
 
 	/* The length bounds the parse: the bytes after it are never read. */
 	seen[0] = '\0';
-	ok(doctor_toml_parse("a = 12", 5, collect, NULL, NULL, 0) == 0 &&
+	ok(doctor_toml_parse("a = 12", 5, collect, NULL, NULL) == 0 &&
 	       strcmp(seen, "a|int|1|1:5\n") == 0,
 	   "the length bounds the parse (got %s)", seen);
 

@@ -14,6 +14,7 @@ NETLINK_RDMA, and the bytes `rdma-cdi generate` writes.
 import errno
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -41,20 +42,39 @@ T = Tap()
 ok = T.ok
 tmpdirs = []
 fixless = []  # failures without a fix, over every run
+bad_json = []  # --json outputs a strict reader refuses, over every run
 
 
-def doctor(*args, prefix=(), env=None):
-    p = subprocess.run([*prefix, RDMA_CDI, "doctor", *args], capture_output=True, text=True,
-                       timeout=120, env=env)
+def doctor(*args, prefix=(), env=None, raw=False):
+    p = subprocess.run([*prefix, RDMA_CDI, "doctor", *args], capture_output=True,
+                       text=not raw, timeout=120, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
-def doctor_json(*args, prefix=()):
-    rc, out, err = doctor("--json", *args, prefix=prefix)
+def unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    dups = sorted({k for k in keys if keys.count(k) > 1})
+    if dups:
+        raise ValueError(f"duplicate keys {dups}")
+    return dict(pairs)
+
+
+def parse_strict(out, args=()):
+    """--json's stdout bytes as a strict reader takes them: UTF-8, JSON, each key once in
+    its object (Python's json would silently keep the last of two). None, noted, if not."""
     try:
-        j = json.loads(out)
-    except ValueError:
-        j = None
+        return json.loads(out.decode("utf-8"), object_pairs_hook=unique_keys)
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        # Nothing at all: doctor did not run (prlimit refused to raise the hard limit).
+        if out:
+            bad_json.append((args, str(e)[:200]))
+        return None
+
+
+def doctor_json(*args, prefix=(), env=None):
+    rc, out, err = doctor("--json", *args, prefix=prefix, env=env, raw=True)
+    j = parse_strict(out, args)
+    err = err.decode("utf-8", "replace")
     for c in (j or {}).get("checks", []):
         if c["status"] == "fail" and not c["fix"]:
             fixless.append((args, c["id"], c["message"]))
@@ -271,10 +291,9 @@ def test_container():
     host = make_host(omit=[f"uverbs{i}" for i in range(1, 10)])
     env = dict(os.environ, container="podman")
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    args = ["--json", "--sysfs-root", host + "/sys", "--dev-root", host + "/dev",
+    args = ["--sysfs-root", host + "/sys", "--dev-root", host + "/dev",
             "--spec-dir", host + "/etc/cdi"]
-    rc, out, err = doctor(*args, env=env)
-    j = json.loads(out)
+    rc, j, err = doctor_json(*args, env=env)
     c = check(j, "context")
     files = [f for f in ("/run/.containerenv", "/.dockerenv") if os.path.exists(f)]
     want = files[0] + " exists" if files else "$container is set"
@@ -296,13 +315,12 @@ def test_container():
        "no spec inside the container: skipped, not failed",
        show([check(j, "spec"), check(j, "spec_dirs")]))
     os.unlink(host + "/dev/infiniband/uverbs0")
-    rc, out, err = doctor(*args, env=env)
-    c = check(json.loads(out), "container.devices")
+    rc, j, err = doctor_json(*args, env=env)
+    c = check(j, "container.devices")
     ok(rc == 1 and c["status"] == "fail" and "given none of the node's 10" in c["message"]
        and "--device rdma.example/hca=NAME" in c["fix"],
        "a container given no RDMA device: fail, how to ask for one", show(c))
-    rc, out, err = doctor("--host-root", "/", *args, env=env)
-    j = json.loads(out)
+    rc, j, err = doctor_json("--host-root", "/", *args, env=env)
     ok(check(j, "context")["data"] == {"container": False, "evidence": None}
        and check(j, "node.uverbs3")["status"] == "fail"
        and check(j, "container.devices")["status"] == "absent",
@@ -313,8 +331,8 @@ def test_container():
                ", ".join(files) + ")")
     else:
         env.pop("container")
-        rc, out, err = doctor(*args, env=env)
-        ok(check(json.loads(out), "context")["data"]["container"] is False,
+        rc, j, err = doctor_json(*args, env=env)
+        ok(check(j, "context")["data"]["container"] is False,
            "no evidence of a container: the host")
 
 
@@ -695,10 +713,94 @@ def test_spec():
        and "rm /etc/cdi/" + SPEC_FILE in c["fix"], "spec but no usable device: stale", show(c))
 
 
+def escaped(b):
+    """The documented escaping of text from disk (common/quote.c), written again here as
+    the oracle: printable UTF-8 kept; \\n \\t \\r; \\xNN for every other byte of a
+    control (C0, DEL, C1) or of what is not UTF-8. Backslashes and quotes stay."""
+    out, i = [], 0
+    while i < len(b):
+        n = 1 if b[i] < 0x80 else 2 if 0xc2 <= b[i] < 0xe0 else 3 if 0xe0 <= b[i] < 0xf0 \
+            else 4 if 0xf0 <= b[i] <= 0xf4 else 0
+        try:
+            ch = b[i:i + n].decode("utf-8") if n else None
+        except UnicodeDecodeError:
+            ch = None
+        if ch is not None and len(ch) == 1 and not (ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f):
+            out.append(ch)
+            i += n
+            continue
+        out.append({0x0a: "\\n", 0x09: "\\t", 0x0d: "\\r"}.get(b[i], "\\x%02x" % b[i]))
+        i += 1
+    return "".join(out)
+
+
+# Raw control bytes a terminal would act on: C0 but tab and newline (the JSON indents
+# with tabs), DEL, C1 (UTF-8 encoded).
+RAW_CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+def test_hostile():
+    """File names and config values are the host's, maybe an attacker's: C1 controls
+    (U+009B is a CSI), ESC, BEL, quotes, newlines, bytes that are not UTF-8. --json stays
+    UTF-8 JSON with unique keys; the text stays one line per check, with no raw control."""
+    host = make_host()
+    generate(host)
+    cdi = (host + "/etc/cdi/").encode()
+    utf8_name = b'c1\xc2\x9b[2J"q\\ \n[FAIL] forged.json'  # valid UTF-8, hostile
+    bad_name = b"bad\xff\xc2\x85\x1b[31m.json"  # not UTF-8
+    for name in (utf8_name, bad_name):
+        with open(cdi + name, "wb") as f:
+            f.write(b"{ not json")
+    unit = "[Service]\nExecStart=/usr/bin/containerd\n"
+    write(host, "/lib/systemd/system/containerd.service", unit)
+    dropin = b"/etc/systemd/system/containerd.service.d/x\xc2\x9b\n[ ok ] y\xff.conf"
+    value = b'1\xc2\x85"\x1b[31m\x07\xfe'
+    os.makedirs(os.path.dirname(host.encode() + dropin), exist_ok=True)
+    with open(host.encode() + dropin, "wb") as f:
+        f.write(b"[Service]\nLimitMEMLOCK=" + value + b"\n")
+    crio_dir = b'/x\xc2\x9b"y\xfe'
+    with open(write(host, "/etc/crio/crio.conf", ""), "wb") as f:
+        f.write(b'[crio.runtime]\ncdi_spec_dirs = ["' + crio_dir.replace(b'"', b'\\"')
+                + b'"]\n')
+
+    rc, out, err = doctor("--json", "--host-root", host, raw=True)
+    ok(not RAW_CONTROLS.search(out), "hostile names: no raw control byte in --json",
+       repr(RAW_CONTROLS.findall(out)[:5]))
+    j = parse_strict(out, ("hostile",))
+    ok(j is not None, "hostile names: --json is UTF-8 JSON with unique keys",
+       out[:300].decode("utf-8", "replace") + err.decode("utf-8", "replace"))
+    files = {f["file"]: f for d in check(j, "spec_dirs")["data"].get("dirs", [])
+             for f in d["files"]}
+    ok(utf8_name.decode() in files and files[utf8_name.decode()]["error"],
+       "a UTF-8 file name with C1, quotes and a newline comes back byte for byte",
+       show(sorted(files)))
+    ok(escaped(bad_name) in files, "a file name that is not UTF-8 comes back escaped",
+       show(sorted(files)))
+    u = check(j, "containerd.unit")
+    ok(u["status"] == "warn" and u["data"].get("limit_memlock") == escaped(value)
+       and escaped(dropin + b":2: LimitMEMLOCK=" + value) in u["message"]
+       and u["data"].get("dropins") == [escaped(dropin)],
+       "a hostile LimitMEMLOCK value and drop-in name: escaped in data and message", show(u))
+    c = check(j, "crio.config")
+    ok(c["data"].get("cdi_spec_dirs") == [escaped(crio_dir)],
+       "a hostile CRI-O config value: escaped", show(c))
+
+    rc2, text, err = doctor("--host-root", host, raw=True)
+    lines = text.split(b"\n")
+    ok(not RAW_CONTROLS.search(text) and rc2 == rc,
+       "hostile names: no raw control byte in the text", repr(RAW_CONTROLS.findall(text)[:5]))
+    ok(len([x for x in lines if x.startswith(b"[")]) == len(j["checks"])
+       and not any(x.startswith((b"[ ok ] y", b"[FAIL] forged")) for x in lines),
+       "hostile names: one text line per check, none forged", text.decode("utf-8", "replace"))
+    want = ("[WARN] containerd.unit: " + escaped(dropin + b":2: LimitMEMLOCK=" + value)).encode()
+    ok(any(x.startswith(want) for x in lines), "the text escapes as common/quote.c does",
+       f"want {want!r}")
+
+
 def test_usage():
     for args, needle in ((["--bogus"], "unknown"), (["--mr-size", "0"], "--mr-size"),
                          (["--mr-size", "unlimited"], "--mr-size"),
-                         (["--mr-size", "2T"], "--mr-size"), (["--mr-size"], "incomplete"),
+                         (["--mr-size", "2T"], "--mr-size"), (["--mr-size"], "needs a value"),
                          (["--host-root", "rel"], "absolute"),
                          (["--host-root", "/nonexistent-dir"], "not a directory"),
                          (["--spec-dir", "/a/../b"], "'..'"), (["--kind", "x"], "kind"),
@@ -726,8 +828,11 @@ try:
     test_containerd_unit()
     test_crio()
     test_spec()
+    test_hostile()
     test_usage()
     ok(not fixless, "every failure of every run above carries a fix", fixless[:5])
+    ok(not bad_json, "every --json of every run above is UTF-8 JSON, each key once",
+       bad_json[:5])
 finally:
     for d in tmpdirs:
         shutil.rmtree(d, ignore_errors=True)
