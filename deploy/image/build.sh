@@ -5,9 +5,10 @@
 #
 #   deploy/image/build.sh [-B BUILD_DIR] [-t TAG] [-o DEST]
 #
-#   -B BUILD_DIR  meson build dir with rdma-cdi, rdma-cdi-bridge, rdma-cdi-watch,
-#                 hooks/rdma-cdi-hook and deploy/rdma-cdi-node (default: build); a build
-#                 without sanitizers, with the bridge (not -Dbridge=disabled)
+#   -B BUILD_DIR  meson build dir with rdma-cdi, its daemons (rdma-cdi-bridge,
+#                 rdma-cdi-dra, rdma-cdi-watch), hooks/rdma-cdi-hook and
+#                 deploy/rdma-cdi-node (default: build); a build without sanitizers, with
+#                 the bridge and the DRA driver (not -Dbridge=disabled, libcurl found)
 #   -t TAG        image name (default localhost/rdma-cdi:VERSION)
 #   -o DEST       where buildah commits it, any buildah transport (default: TAG in local
 #                 containers-storage; e.g. oci-archive:rdma-cdi.tar for `podman load`,
@@ -18,10 +19,13 @@
 # path and symlink names ldd shows, plus the dynamic loader; nothing else (no shell, no
 # package manager):
 #   /usr/bin/rdma-cdi         the CLI (entrypoint)
-#   /usr/libexec/rdma-cdi/rdma-cdi-bridge, rdma-cdi-watch
-#                             the daemons `rdma-cdi bridge` and `rdma-cdi generate --watch`
-#                             exec: where rdma-cdi looks for them relative to its own
-#                             directory (../libexec/rdma-cdi)
+#   /usr/libexec/rdma-cdi/rdma-cdi-bridge, rdma-cdi-dra, rdma-cdi-watch
+#                             the daemons `rdma-cdi bridge`, `rdma-cdi dra` and
+#                             `rdma-cdi generate --watch` exec: where rdma-cdi looks for
+#                             them relative to its own directory (../libexec/rdma-cdi).
+#                             Every one of them: the DaemonSets run `rdma-cdi bridge`
+#                             (deploy/kubernetes/device-plugin) and `rdma-cdi dra`
+#                             (deploy/kubernetes/dra) from this one image
 #   /usr/bin/rdma-cdi-node    the init container's hook installer and the liveness probe
 #   /opt/rdma-cdi/            the memlock hook as a self-contained bundle for the HOST:
 #                             bin/rdma-cdi-hook and lib/ with its own loader, libc and
@@ -62,12 +66,11 @@ for tool in buildah ldd patchelf tar; do
 	command -v "$tool" >/dev/null || die "$tool not found: run .ci/install-deps (Debian: apt-get install buildah patchelf)"
 done
 rdma_cdi=$build_dir/rdma-cdi
-bridge=$build_dir/rdma-cdi-bridge
-watch=$build_dir/rdma-cdi-watch
+daemons=("$build_dir/rdma-cdi-bridge" "$build_dir/rdma-cdi-dra" "$build_dir/rdma-cdi-watch")
 hook=$build_dir/hooks/rdma-cdi-hook
 node=$build_dir/deploy/rdma-cdi-node
-for f in "$rdma_cdi" "$bridge" "$watch" "$hook" "$node"; do
-	[ -x "$f" ] || die "$f not found: run 'meson compile -C $build_dir' first"
+for f in "$rdma_cdi" "${daemons[@]}" "$hook" "$node"; do
+	[ -x "$f" ] || die "$f not found: run 'meson compile -C $build_dir' first (rdma-cdi-dra needs libcurl, rdma-cdi-bridge gRPC and protobuf-c)"
 done
 # Sanitizer runtimes would be copied in and refuse to run under a container's rlimits.
 # (ldd's output is captured first: with pipefail, grep -q closing the pipe would fail ldd.)
@@ -133,11 +136,12 @@ mirror() {
 
 mkdir -p "$root/usr/bin" "$root/usr/libexec/rdma-cdi" "$root$hook_dir/bin" "$root$hook_dir/lib"
 install -m 0755 "$rdma_cdi" "$root/usr/bin/rdma-cdi"
-install -m 0755 "$bridge" "$root/usr/libexec/rdma-cdi/rdma-cdi-bridge"
-install -m 0755 "$watch" "$root/usr/libexec/rdma-cdi/rdma-cdi-watch"
+for d in "${daemons[@]}"; do
+	install -m 0755 "$d" "$root/usr/libexec/rdma-cdi/$(basename "$d")"
+done
 install -m 0755 "$node" "$root/usr/bin/rdma-cdi-node"
 verbs_libs=$(dlopened_libs)
-for lib in $( (needed_libs "$rdma_cdi"; needed_libs "$bridge"; needed_libs "$watch"; needed_libs "$node"
+for lib in $( (for b in "$rdma_cdi" "${daemons[@]}" "$node"; do needed_libs "$b"; done
 	for l in $verbs_libs; do echo "$l"; needed_libs "$l"; done) | sort -u); do
 	mirror "$lib"
 done
@@ -156,7 +160,8 @@ patchelf --set-interpreter "$interp" --force-rpath --set-rpath "$hook_dir/lib" \
 
 # Mount points the DaemonSet uses, so a read-only rootfs needs nothing created.
 mkdir -p "$root/host" "$root/etc/rdma-cdi" "$root/var/run/cdi" \
-	"$root/var/lib/kubelet/device-plugins" "$root/tmp"
+	"$root/var/lib/kubelet/device-plugins" "$root/var/lib/kubelet/plugins_registry" \
+	"$root/var/lib/kubelet/plugins" "$root/tmp"
 chmod 1777 "$root/tmp"
 
 # A tarball with fixed owners, order and times: the same build dir gives the same layer.
@@ -170,7 +175,7 @@ buildah config \
 	--entrypoint '["/usr/bin/rdma-cdi"]' --cmd '["--help"]' \
 	--user 0:0 --workingdir / \
 	--label org.opencontainers.image.title=rdma-cdi \
-	--label "org.opencontainers.image.description=RDMA NICs for containers through CDI: kubelet device plugin and spec generator" \
+	--label "org.opencontainers.image.description=RDMA NICs for containers through CDI: kubelet device plugin, DRA driver and spec generator" \
 	--label "org.opencontainers.image.version=$version" \
 	--label "org.opencontainers.image.revision=$revision" \
 	--label org.opencontainers.image.licenses=Apache-2.0 \
