@@ -173,7 +173,7 @@ def main():
            "priorityClassName system-node-critical")
     tap.ok(any(t.get("operator") == "Exists" for t in ps.get("tolerations") or []),
            "tolerations let it run on tainted GPU/RDMA nodes")
-    version = M.run([a.rdma_cdi, "--version"]).stdout.split()[-1]
+    version = M.run([a.rdma_cdi, "--version"]).stdout.split()[1]
     for role_, c in pod.containers():
         n = c.get("name")
         tap.ok(c.get("image") == "localhost/rdma-cdi:" + version,

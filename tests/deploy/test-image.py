@@ -12,8 +12,11 @@
 2. Looks inside: exactly those binaries (plus rdma-cdi-watch for podman hosts), the
    libraries ldd names for them and for the verbs libraries doctor dlopens (every symlink
    name included) and the loader, nothing else; the host hook bundle's loader and RPATH
-   point into /opt/rdma-cdi/lib; the config says root, the entrypoint, the version. Each
-   manifest command's `CMD SUB --help` runs in the image.
+   point into /opt/rdma-cdi/lib; the config says root and the entrypoint; labels and OCI
+   annotations carry the version and commit --version prints, the license and the source;
+   packages.txt names each library's Debian package and version, each with its dpkg
+   status entry (what scanners read) and copyright. Each manifest command's
+   `CMD SUB --help` runs in the image.
 3. `discover --json` in the container (non-root, no capabilities, read-only root) on the dgx
    fixture mounted at /host prints exactly what it prints on the host.
 4. The init containers' command installs the hook bundle into a host dir; bind-mounted at
@@ -64,6 +67,7 @@ ULIMITS = ["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"]
 DGX_NAMES = {"0000:1a:00.0": "mlx5_0", "0000:9a:00.0": "mlx5_4"}
 DRA_NODE = "node-1"
 DOC_DIR = "/usr/share/doc/rdma-cdi"
+SOURCE_URL = "https://example.org/rdma-cdi.git"
 DPKG_DIR = "/var/lib/dpkg"
 HOST_DIRS = ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers", "/run/containers",
              "/run/libpod", "/opt", "/var/lib/kubelet")
@@ -306,12 +310,13 @@ def check_contents(w, mnt, runs, bins):
         elif f and f[0].startswith("/"):
             hook_sonames.add(os.path.basename(f[0]))
     bundle = {BUNDLE + "/bin/rdma-cdi-hook"} | {BUNDLE + "/lib/" + s for s in hook_sonames}
-    docs = {d for d in have if d.startswith(DOC_DIR + "/") or d.startswith(DPKG_DIR + "/")}
+    docs = {d for d in have if d.startswith("/usr/share/doc/") or d.startswith(DPKG_DIR + "/")}
     extra = sorted(have - want - bins - bundle - docs)
     missing = sorted((want | bins | bundle) - have)
     res.ok(not extra and not missing,
            "the image is what the manifests run (%s), exactly ldd's %d library paths for them "
-           "(symlink names included, verbs' for doctor), the hook bundle and the package list"
+           "(symlink names included, verbs' for doctor), the hook bundle and the package list and "
+           "licenses"
            % (", ".join(sorted(bins)), len(want)),
            "extra: %s\nmissing: %s" % (extra, missing))
     return docs
@@ -647,14 +652,14 @@ DAEMONS = {"bridge": run_bridge, "dra": run_dra}
 def build_twice(w, build_sh):
     res, a = w.res, w.a
     t0 = time.monotonic()
-    r = run([build_sh, "-B", a.build_root], timeout=300, env=w.env)
+    r = run([build_sh, "-B", a.build_root, "-s", SOURCE_URL], timeout=300, env=w.env)
     dt = time.monotonic() - t0
     if not res.ok(r.returncode == 0 and ("built " + w.image) in r.stdout,
                   "build.sh builds %s from the build dir offline (%.1f s)" % (w.image, dt),
                   show(r)):
         return False
-    r2 = run([build_sh, "-B", a.build_root, "-t", "localhost/rdma-cdi:again"], timeout=300,
-             env=w.env)
+    r2 = run([build_sh, "-B", a.build_root, "-s", SOURCE_URL, "-t", "localhost/rdma-cdi:again"],
+             timeout=300, env=w.env)
     ids = [w.pm(["image", "inspect", "--format", "{{.Id}}", i]).stdout.strip()
            for i in (w.image, "localhost/rdma-cdi:again")]
     res.ok(r2.returncode == 0 and ids[0] and ids[0] == ids[1],
@@ -666,17 +671,73 @@ def build_twice(w, build_sh):
     return True
 
 
-def check_config(w, version):
+def check_config(w, version, commit):
     res = w.res
     cfg = json.loads(w.pm(["image", "inspect", w.image]).stdout or "[{}]")[0]
     c = cfg.get("Config") or {}
-    res.ok(c.get("User") == "0:0" and c.get("Entrypoint") == ["/usr/bin/rdma-cdi"] and
-           (c.get("Labels") or {}).get("org.opencontainers.image.version") == version,
-           "config: user 0:0, entrypoint /usr/bin/rdma-cdi, version label %s" % version,
-           json.dumps(c)[:2000])
+    res.ok(c.get("User") == "0:0" and c.get("Entrypoint") == ["/usr/bin/rdma-cdi"],
+           "config: user 0:0, entrypoint /usr/bin/rdma-cdi", json.dumps(c)[:2000])
+    want = {"org.opencontainers.image.version": version,
+            "org.opencontainers.image.revision": commit,
+            "org.opencontainers.image.licenses": "Apache-2.0",
+            "org.opencontainers.image.source": SOURCE_URL}
+    for what, got in (("labels", c.get("Labels") or {}),
+                      ("annotations", cfg.get("Annotations") or {})):
+        res.ok(commit and all(got.get(k) == v for k, v in want.items()),
+               "%s: version %s, revision %s (what --version prints), licenses, source"
+               % (what, version, commit), "%s\nwant %s" % (json.dumps(got)[:2000], want))
     size = cfg.get("Size") or 0
     res.ok(0 < size <= MAX_IMAGE_BYTES, "image size %.1f MiB (at most %d MiB)"
            % (size / 1048576, MAX_IMAGE_BYTES >> 20))
+
+
+def host_packages(paths):
+    """{path: "package version architecture"} of the host's Debian packages of library
+    paths (by the path or its target; one dpkg-query -S for all: each reads every list)."""
+    both = sorted({p for x in paths for p in (x, os.path.realpath(x))})
+    owner = {}
+    for line in run(["dpkg-query", "-S"] + both).stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        owner[path] = pkgs.split(", ")[0]
+    names = sorted(set(owner.values()))
+    fmt = "${Package} ${Version} ${Architecture}\n"
+    out = run(["dpkg-query", "-W", "-f", fmt] + names).stdout.splitlines()
+    by_name = {line.split()[0]: line for line in out}
+    desc = {n: by_name.get(n.split(":")[0]) for n in names}
+    return {x: desc.get(owner.get(x) or owner.get(os.path.realpath(x))) for x in paths}
+
+
+def check_packages(w, mnt):
+    """Every library file in the image is listed with its host package and version in
+    packages.txt, with a dpkg status entry a scanner reads and the package's copyright."""
+    res = w.res
+    libs = [p for p in image_tree(mnt) if re.search(r"/lib[^/]*\.so(\.[0-9.]+)?$", p) and
+            not os.path.islink(mnt + p) and not p.startswith(BUNDLE)]
+    try:
+        with open(mnt + DOC_DIR + "/packages.txt") as f:
+            listed = set(f.read().splitlines())
+    except OSError as e:
+        listed = set()
+        res.ok(False, DOC_DIR + "/packages.txt", str(e))
+    want = host_packages(libs)
+    unlisted = sorted("%s (%s)" % (p, k) for p, k in want.items() if k not in listed)
+    res.ok(libs and not unlisted, "packages.txt names the Debian package and version of each "
+           "of the image's %d library files (%d packages)" % (len(libs), len(listed)),
+           "unlisted: %s\nlisted: %s" % (unlisted, sorted(listed)))
+    bad = []
+    for line in sorted(listed):
+        name, version, _ = line.split(" ")
+        try:
+            with open("%s%s/status.d/%s" % (mnt, DPKG_DIR, name)) as f:
+                st = f.read()
+        except OSError:
+            st = ""
+        if ("Package: %s\n" % name not in st or "Version: %s\n" % version not in st or
+                "Status: install ok installed" not in st or
+                not os.path.isfile("%s/usr/share/doc/%s/copyright" % (mnt, name))):
+            bad.append(name)
+    res.ok(listed and not bad, "each package has its dpkg status entry in %s/status.d "
+           "(what scanners read) and its copyright" % DPKG_DIR, "bad: %s" % bad)
 
 
 def setup_podman(work):
@@ -700,7 +761,9 @@ def inner(a):
     res = eu.Results(os.path.join(a.work, "results.jsonl"))
     env, podman = setup_podman(a.work)
     rdma_cdi = os.path.join(a.build_root, "rdma-cdi")
-    version = run([rdma_cdi, "--version"]).stdout.split()[1]
+    vline = run([rdma_cdi, "--version"]).stdout
+    version = vline.split()[1]
+    commit = (re.findall(r"\(commit ([^)]+)\)", vline) or [""])[0]
     base = ["run", "--rm", "--read-only", "--cap-drop", "all",
             "--security-opt", "no-new-privileges"] + ULIMITS
     w = World(a, res, env, podman, "localhost/rdma-cdi:" + version, base)
@@ -713,13 +776,14 @@ def inner(a):
     if not build_twice(w, os.path.join(a.source_root, "deploy", "image", "build.sh")):
         res.done()
         return 0
-    check_config(w, version)
+    check_config(w, version, commit)
     r = w.pm(["image", "mount", w.image])
     mnt = r.stdout.strip()
     if res.ok(r.returncode == 0 and os.path.isdir(mnt), "podman image mount", show(r)):
         # rdma-cdi-watch: `generate --watch` for podman hosts, run by no manifest.
         check_contents(w, mnt, runs, bins | {"/usr/libexec/rdma-cdi/rdma-cdi-watch"})
         check_bundle(w, mnt)
+        check_packages(w, mnt)
         w.pm(["image", "unmount", w.image])
     check_commands(w, runs)
     run_fixture(w)

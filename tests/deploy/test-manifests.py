@@ -417,7 +417,7 @@ def main():
                "%s vs %s" % (sorted(asked), sorted(pool_names)))
 
     # 6. The image: one name for both containers, the version of this build.
-    version = run([a.rdma_cdi, "--version"]).stdout.split()[-1]
+    version = run([a.rdma_cdi, "--version"]).stdout.split()[1]
     images = {c["image"] for _, c in pod.containers()}
     tap.ok(images == {"localhost/rdma-cdi:" + version},
            "both containers run build.sh's default image localhost/rdma-cdi:%s" % version,
