@@ -391,7 +391,40 @@ def main():
     served = {(d.get("spec") or {}).get("extendedResourceName") for d in base_classes.values()}
     tap.ok(asked and asked <= served, "the device plugin's example pod (%s) is served by a "
            "DeviceClass of dra/ unchanged" % ", ".join(sorted(asked)), served)
+    check_admission_policy(tap, ex, sa, fl.get("--driver-name") or DRA_DEFAULTS["--driver-name"])
     return tap.done()
+
+
+def check_admission_policy(tap, ex, sa, driver):
+    """The example ValidatingAdmissionPolicy that pins the driver to its own node's slices:
+    bound with Deny, on every write of resourceslices, for exactly the DaemonSet's
+    ServiceAccount, comparing the slices with the token's node name and the driver's name.
+    (Its CEL is not evaluated here: no CEL interpreter; the API server checks it on apply.)"""
+    vaps, bindings = by_kind(ex, "ValidatingAdmissionPolicy"), by_kind(
+        ex, "ValidatingAdmissionPolicyBinding")
+    if not tap.ok(len(vaps) == 1 and len(bindings) == 1, "one example "
+                  "ValidatingAdmissionPolicy and its binding"):
+        return
+    vap, b = vaps[0], bindings[0]
+    spec = vap.get("spec") or {}
+    tap.ok(b["spec"].get("policyName") == vap["metadata"]["name"] and
+           b["spec"].get("validationActions") == ["Deny"] and spec.get("failurePolicy") == "Fail",
+           "the binding applies it with Deny; failurePolicy Fail", b.get("spec"))
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    tap.ok(any(r.get("apiGroups") == ["resource.k8s.io"] and "resourceslices" in r.get(
+        "resources", []) and {"CREATE", "UPDATE", "DELETE"} <= set(r.get("operations", []))
+        for r in rules), "it matches every create, update and delete of resourceslices", rules)
+    user = "system:serviceaccount:%s:%s" % (sa["metadata"].get("namespace"),
+                                            sa["metadata"]["name"])
+    conds = [c.get("expression", "") for c in spec.get("matchConditions") or []]
+    tap.ok(len(conds) == 1 and ('== "%s"' % user) in conds[0],
+           "it holds exactly the driver's ServiceAccount %s" % user, conds)
+    text = " ".join(str(v.get("expression", "")) for v in (spec.get("variables") or []) +
+                    (spec.get("validations") or []))
+    tap.ok("authentication.kubernetes.io/node-name" in text and "spec.nodeName" in text and
+           "oldObject" in text and ("'%s'" % driver) in text,
+           "it compares the slices (old and new) with the token's node name and the driver "
+           "name %s" % driver, text)
 
 
 if __name__ == "__main__":
