@@ -345,7 +345,8 @@ def check_commands(w, runs):
             if key in seen:
                 continue
             seen.add(key)
-            p = w.pm(w.base + ["--network", "none", "--entrypoint", cmd[0], w.image] + cmd[1:2] + ["--help"])
+            p = w.pm(w.base + ["--network", "none", "--entrypoint", cmd[0], w.image] +
+                     cmd[1:2] + ["--help"])
             w.res.ok(p.returncode == 0 and "Usage:" in p.stdout + p.stderr,
                      "%s (%s): `%s --help` runs in the image" % (
                          r["file"], r["c"]["name"], " ".join(key)), show(p))
@@ -360,8 +361,9 @@ def check_install(w, runs):
         return
     for r in inits:
         ic = r["c"]
-        r2 = w.pm(w.base + ["--network", "none", "-v", "%s:%s" % (w.hook_host, ic["volumeMounts"][0]["mountPath"]),
-                            "--entrypoint", ic["command"][0], w.image] + ic["args"])
+        mount = "%s:%s" % (w.hook_host, ic["volumeMounts"][0]["mountPath"])
+        r2 = w.pm(w.base + ["--network", "none", "-v", mount, "--entrypoint", ic["command"][0],
+                            w.image] + ic["args"])
         installed = os.path.isfile(os.path.join(w.hook_host, "bin", "rdma-cdi-hook"))
         res.ok(r2.returncode == 0 and installed,
                "%s: the init container's command installs the hook bundle" % r["file"], show(r2))
