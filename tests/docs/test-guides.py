@@ -26,6 +26,7 @@
 
 Environment (set by meson): RDMA_CDI, RDMA_CDI_HOOK, RDMA_CDI_NODE, SOURCE_ROOT, DATA_DIR.
 """
+import glob
 import json
 import os
 import re
@@ -695,7 +696,6 @@ def c_constant(header, name, depth=0):
 
 
 def figure_docs():
-    import glob
     return sorted({p for g in FIGURE_DOCS for p in glob.glob(os.path.join(SOURCE_ROOT, g))})
 
 
