@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "common.h"
 #include "build-config.h"
+#include "rdma-cdi-commit.h"
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
@@ -84,7 +85,11 @@ static int cmd_version(int argc, char **argv)
 		printf("Usage: rdma-cdi version\n\nPrints the version.\n");
 		return 0;
 	}
-	printf("rdma-cdi %s\n", RDMA_CDI_VERSION);
+	/* The version first and alone in its field: scripts and build.sh read the second. */
+	if (RDMA_CDI_COMMIT[0])
+		printf("rdma-cdi %s (commit %s)\n", RDMA_CDI_VERSION, RDMA_CDI_COMMIT);
+	else
+		printf("rdma-cdi %s\n", RDMA_CDI_VERSION);
 	return 0;
 }
 

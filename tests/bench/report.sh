@@ -48,7 +48,7 @@ cc="${cc:-?} ($("${cc:-false}" --version 2>/dev/null | head -n 1))"
 	echo
 	echo "## The machine"
 	echo
-	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); rdma-cdi $("$build/rdma-cdi" --version 2>/dev/null | awk '{print $NF}'), commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null)$(git -C "$top" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+	echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); rdma-cdi $("$build/rdma-cdi" --version 2>/dev/null | awk '{print $2}'), commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null)$(git -C "$top" diff --quiet 2>/dev/null || echo ' (with local changes)')"
 	echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores online ($(grep -c ^processor /proc/cpuinfo) in /proc/cpuinfo)"
 	echo "- Memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); kernel $(uname -r) ($(uname -m)); $( [ -e /sys/hypervisor/type ] || grep -q hypervisor /proc/cpuinfo && echo 'a virtual machine' || echo 'bare metal')"
 	echo "- Load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min); the cores may be shared with other jobs, which moves absolute times more than ratios"

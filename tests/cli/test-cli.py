@@ -95,7 +95,8 @@ def test_command_table():
            "rdma-cdi --help lists the commands")
     for args in (["--version"], ["-V"], ["version"]):
         rc, out, _ = run(*args)
-        tap.ok(rc == 0 and re.fullmatch(r"rdma-cdi \d+\.\d+\.\d+\S*\n", out),
+        tap.ok(rc == 0 and re.fullmatch(
+            r"rdma-cdi \d+\.\d+\.\d+\S*( \(commit [0-9a-f]{12}(-dirty)?\))?\n", out),
                "%s prints the version" % " ".join(args), out)
     rc, out, err = run()
     tap.ok(rc == 2 and "Usage:" in err and not out, "no command: usage on stderr, exit 2")

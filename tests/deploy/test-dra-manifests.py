@@ -6,7 +6,7 @@
 
 Files: deploy/kubernetes/dra/ (the base), overlays/dra-*/ and examples/dra-*.yaml. Checked:
 every file parses; the RBAC is exactly resourceslices list/watch/create/update/delete,
-resourceclaims get and nodes get, bound to the DaemonSet's ServiceAccount, whose token is
+resourceclaims get (what the driver calls), bound to the DaemonSet's ServiceAccount, whose token is
 mounted; the DaemonSet runs `rdma-cdi dra` with flags of its contract (and of its --help
 once the command is built), the node name from the downward API, every path a flag names
 mounted from the same host path (the kubelet dials the plugin socket by the name the
@@ -45,7 +45,7 @@ PLUGIN_ROOT = "/var/lib/kubelet/plugins"
 # The minimal RBAC of a node DRA driver: (API group, resource, verb).
 RBAC = {("resource.k8s.io", "resourceslices", v)
         for v in ("list", "watch", "create", "update", "delete")} | \
-    {("resource.k8s.io", "resourceclaims", "get"), ("", "nodes", "get")}
+    {("resource.k8s.io", "resourceclaims", "get")}
 DRA_NODE_LABEL = "rdma.example/dra"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 CEL = re.compile(r'device\.driver == "([^"]+)" && device\.attributes\["([^"]+)"\]\.pool == '
@@ -100,7 +100,7 @@ def main():
     for dirpath, _, names in sorted(os.walk(kdir)):
         for f in sorted(names):
             rel = os.path.relpath(os.path.join(dirpath, f), kdir)
-            if not (f.endswith((".yaml", ".yml")) and M.is_dra(rel)):
+            if not (f.endswith((".yaml", ".yml")) and M.is_dra(rel)) or M.is_canary(rel):
                 continue
             try:
                 objs = load(os.path.join(kdir, rel))
@@ -145,7 +145,7 @@ def main():
     # 2. RBAC: exactly the minimal set, bound to the pod's service account.
     got, odd = rbac_rules(role)
     tap.ok(got == RBAC and not odd, "the ClusterRole is exactly resourceslices list/watch/"
-           "create/update/delete, resourceclaims get, nodes get",
+           "create/update/delete, resourceclaims get",
            "extra %s, missing %s %s" % (sorted(got - RBAC), sorted(RBAC - got), odd))
     tap.ok(crb.get("roleRef") == {"apiGroup": "rbac.authorization.k8s.io",
                                   "kind": "ClusterRole", "name": role["metadata"]["name"]}
@@ -173,21 +173,15 @@ def main():
            "priorityClassName system-node-critical")
     tap.ok(any(t.get("operator") == "Exists" for t in ps.get("tolerations") or []),
            "tolerations let it run on tainted GPU/RDMA nodes")
-    version = M.run([a.rdma_cdi, "--version"]).stdout.split()[-1]
+    version = M.run([a.rdma_cdi, "--version"]).stdout.split()[1]
     for role_, c in pod.containers():
         n = c.get("name")
         tap.ok(c.get("image") == "localhost/rdma-cdi:" + version,
                "%s container %s: the image build.sh makes, localhost/rdma-cdi:%s"
                % (role_, n, version), c.get("image"))
-        res = c.get("resources") or {}
-        ok = True
-        try:
-            for r, cpu in (("cpu", True), ("memory", False)):
-                ok = ok and 0 < M.quantity(res["requests"][r], cpu) <= \
-                    M.quantity(res["limits"][r], cpu)
-        except (KeyError, TypeError, ValueError) as e:
-            ok, res = False, "%s: %s" % (e, res)
-        tap.ok(ok, "%s container %s: cpu and memory requests within limits" % (role_, n), res)
+        ok, res = M.resources_ok(c.get("resources") or {})
+        tap.ok(ok, "%s container %s: cpu and memory requests, memory within its limit, no CPU "
+               "limit" % (role_, n), res)
         sc = c.get("securityContext") or {}
         caps = sc.get("capabilities") or {}
         tap.ok(sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False
@@ -397,7 +391,40 @@ def main():
     served = {(d.get("spec") or {}).get("extendedResourceName") for d in base_classes.values()}
     tap.ok(asked and asked <= served, "the device plugin's example pod (%s) is served by a "
            "DeviceClass of dra/ unchanged" % ", ".join(sorted(asked)), served)
+    check_admission_policy(tap, ex, sa, fl.get("--driver-name") or DRA_DEFAULTS["--driver-name"])
     return tap.done()
+
+
+def check_admission_policy(tap, ex, sa, driver):
+    """The example ValidatingAdmissionPolicy that pins the driver to its own node's slices:
+    bound with Deny, on every write of resourceslices, for exactly the DaemonSet's
+    ServiceAccount, comparing the slices with the token's node name and the driver's name.
+    (Its CEL is not evaluated here: no CEL interpreter; the API server checks it on apply.)"""
+    vaps, bindings = by_kind(ex, "ValidatingAdmissionPolicy"), by_kind(
+        ex, "ValidatingAdmissionPolicyBinding")
+    if not tap.ok(len(vaps) == 1 and len(bindings) == 1, "one example "
+                  "ValidatingAdmissionPolicy and its binding"):
+        return
+    vap, b = vaps[0], bindings[0]
+    spec = vap.get("spec") or {}
+    tap.ok(b["spec"].get("policyName") == vap["metadata"]["name"] and
+           b["spec"].get("validationActions") == ["Deny"] and spec.get("failurePolicy") == "Fail",
+           "the binding applies it with Deny; failurePolicy Fail", b.get("spec"))
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    tap.ok(any(r.get("apiGroups") == ["resource.k8s.io"] and "resourceslices" in r.get(
+        "resources", []) and {"CREATE", "UPDATE", "DELETE"} <= set(r.get("operations", []))
+        for r in rules), "it matches every create, update and delete of resourceslices", rules)
+    user = "system:serviceaccount:%s:%s" % (sa["metadata"].get("namespace"),
+                                            sa["metadata"]["name"])
+    conds = [c.get("expression", "") for c in spec.get("matchConditions") or []]
+    tap.ok(len(conds) == 1 and ('== "%s"' % user) in conds[0],
+           "it holds exactly the driver's ServiceAccount %s" % user, conds)
+    text = " ".join(str(v.get("expression", "")) for v in (spec.get("variables") or []) +
+                    (spec.get("validations") or []))
+    tap.ok("authentication.kubernetes.io/node-name" in text and "spec.nodeName" in text and
+           "oldObject" in text and ("'%s'" % driver) in text,
+           "it compares the slices (old and new) with the token's node name and the driver "
+           "name %s" % driver, text)
 
 
 if __name__ == "__main__":

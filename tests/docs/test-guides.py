@@ -15,10 +15,18 @@
   not a command) is made of the string literals of a format in the C sources, its
   conversions holding example values or other formats (`...` elides); messages of other
   programs are listed in FOREIGN_MESSAGES;
-- every relative link (and #anchor) resolves, and README.md links to docs/guides/.
+- every relative link (and #anchor) resolves, and README.md links to docs/guides/;
+- every command they give (in code blocks and inline code) exists: `rdma-cdi CMD` is a
+  command of `rdma-cdi --help`, `rdma-cdi config SUB` and `rdma-cdi-node SUB` are in those
+  usages, and a path of this repository a command names (deploy/..., tests/...) exists;
+- every figure the docs (the guides, README.md, docs/*.md, deploy/README.md) state about a
+  bound of the code is that bound, read from the header that defines it (FIGURES): the
+  length past which a device ID is hashed, the shared slots per HCA, the IDs per pool;
+- no doc repeats a claim the review found false (RETRACTED).
 
 Environment (set by meson): RDMA_CDI, RDMA_CDI_HOOK, RDMA_CDI_NODE, SOURCE_ROOT, DATA_DIR.
 """
+import glob
 import json
 import os
 import re
@@ -60,6 +68,26 @@ COMMANDS = ("rdma-cdi", "rdma", "kubectl", "systemctl", "journalctl", "podman", 
             "modprobe", "mkdir", "printf")
 # Messages of the runtimes quoted in the guides: not rdma-cdi's, so not in its sources.
 FOREIGN_MESSAGES = ("unresolvable CDI devices",)
+
+# Figures the docs state and the C constant that decides them: (what, a regex whose group
+# 1 is the figure as the docs write it, header, constant).
+FIGURES = [
+    ("the device ID length past which the RDMA name is hashed",
+     r"\bIDs? (?:is |are )?longer than (\d+) characters", "specs/specs.h", "SPEC_ID_MAX"),
+    ("the shared slots per HCA", r"sharedSlots: N` \(1 to ([\d,]+)\)|sharedSlots` is 1 to "
+     r"([\d,]+)", "config/config.h", "CFG_SHARED_SLOTS_MAX"),
+    ("the device IDs per pool", r"at most ([\d,]+) IDs", "config/config.h",
+     "CFG_POOL_IDS_MAX"),
+]
+# Statements the review of issue 16 found false; a doc that says them again is wrong again.
+RETRACTED = [
+    ("Privilege: none", "the pods write what the host executes (deploy/README.md)"),
+    ("runs in both", "exclusive netns mode is broken for moved devices (netns-multus.md)"),
+    ("for the same number of pods", "8 slots per 8-HCA pod: sharedSlots is per HCA"),
+    ("so pod specs and NetworkAttachmentDefinitions need no", "the counts change (migrating)"),
+    ("nodes get", "the DRA driver reads no Node (dra/rbac.yaml)"),
+]
+FIGURE_DOCS = ["README.md", "deploy/README.md", "docs/*.md", "docs/guides/*.md"]
 
 tap = Tap()
 
@@ -590,6 +618,128 @@ def check_quote_harness():
            "\n".join(bad))
 
 
+# ---- commands, figures, retracted claims ----------------------------------------------
+
+def code_texts(path):
+    """(line number, text) of each code line (not json/toml/yaml) and inline code span."""
+    blocks, prose = parse(path)
+    for lang, start, text in blocks:
+        if lang in ("json", "toml", "yaml"):
+            continue
+        for i, line in enumerate(text.replace("\\\n", " ").splitlines()):
+            yield start + i, line.partition(" #")[0]
+    for n, line in prose:
+        for span in re.findall(r"`([^`]+)`", line):
+            yield n, span
+
+
+def usage_words(text, prog):
+    """The subcommands a usage text lists: `Usage: PROG SUB` lines and the Commands list."""
+    subs = set(re.findall(r"^\s*(?:Usage:)?\s*\S*%s (\w[\w-]*)" % re.escape(prog), text, re.M))
+    if "Commands:\n" in text:
+        block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+        subs |= {line.split()[0] for line in block.splitlines() if line.strip()}
+    return subs
+
+
+def command_problems(path, known):
+    bad, n = [], 0
+    # A command word where a command starts (a line, after | && ; $( or sudo), with or
+    # without a directory (build/rdma-cdi).
+    cmd_re = re.compile(r"(?:^|[|;&(]|\bsudo)\s*(?:[\w./-]*/)?(rdma-cdi config|rdma-cdi-node|"
+                        r"rdma-cdi) ([a-z][a-z-]*)(?=\s|$)")
+    path_re = re.compile(r"(?:^|(?<=[\s=]))((?:deploy|tests|docs|\.ci)/[\w./-]*[\w/])")
+    for line, text in code_texts(path):
+        for m in cmd_re.finditer(text):
+            n += 1
+            prog, word = m.group(1), m.group(2)
+            if prog == "rdma-cdi" and word == "config":
+                continue
+            if word not in known.get(prog, ()):
+                bad.append("%s:%d: %s %s is no command of %s" % (os.path.basename(path), line,
+                                                                prog, word, prog))
+        for m in path_re.finditer(text):
+            n += 1
+            if not os.path.exists(os.path.join(SOURCE_ROOT, m.group(1))):
+                bad.append("%s:%d: %s does not exist" % (os.path.basename(path), line,
+                                                         m.group(1)))
+    return n, bad
+
+
+def known_commands():
+    known = {"rdma-cdi": set(HELPS)}
+    _, out, err = run(RDMA_CDI, "config", "--help")
+    known["rdma-cdi config"] = usage_words(out + err, "rdma-cdi config")
+    node = other_help("rdma-cdi-node")
+    if node is not None:
+        known["rdma-cdi-node"] = usage_words(node, "rdma-cdi-node")
+    return known
+
+
+def check_commands(path, known):
+    n, bad = command_problems(path, known)
+    tap.ok(not bad, "%s: its %d commands and repository paths exist" % (
+        os.path.basename(path), n), "\n".join(bad))
+
+
+def c_constant(header, name, depth=0):
+    """The value of `#define NAME EXPR` in header (EXPR of integers, + - * / and other
+    defines of that header), or None."""
+    with open(os.path.join(SOURCE_ROOT, header)) as f:
+        text = f.read()
+    m = re.search(r"^#define %s\s+(.+?)\s*(?:/\*.*)?$" % name, text, re.M)
+    if not m or depth > 4:
+        return None
+    expr = re.sub(r"\b[A-Z_][A-Z0-9_]*\b",
+                  lambda t: str(c_constant(header, t.group(0), depth + 1)), m.group(1))
+    return eval(expr, {"__builtins__": {}}) if re.fullmatch(r"[\d\s+*/()-]+", expr) else None
+
+
+def figure_docs():
+    return sorted({p for g in FIGURE_DOCS for p in glob.glob(os.path.join(SOURCE_ROOT, g))})
+
+
+def check_figures():
+    docs = figure_docs()
+    for what, regex, header, name in FIGURES:
+        want = c_constant(header, name)
+        seen, bad = 0, []
+        for path in docs:
+            with open(path, encoding="utf-8") as f:
+                text = " ".join(f.read().split())
+            for m in re.finditer(regex, text):
+                seen += 1
+                got = int(next(g for g in m.groups() if g).replace(",", ""))
+                if got != want:
+                    bad.append("%s: %r says %d" % (os.path.relpath(path, SOURCE_ROOT),
+                                                  m.group(0), got))
+        tap.ok(want is not None and seen and not bad, "%s: the docs say %s, as %s's %s (%d "
+               "places)" % (what, want, header, name, seen), "\n".join(bad) or "not found")
+
+
+def check_retracted():
+    docs = figure_docs()
+    for phrase, why in RETRACTED:
+        found = []
+        for path in docs:
+            with open(path, encoding="utf-8") as f:
+                if phrase in " ".join(f.read().split()):
+                    found.append(os.path.relpath(path, SOURCE_ROOT))
+        tap.ok(not found, "no doc says %r again (%s)" % (phrase, why), found)
+
+
+def check_command_harness():
+    with tempfile.NamedTemporaryFile("w", suffix=".md", dir=GUIDES_DIR) as f:
+        f.write("```sh\nrdma-cdi discover\nrdma-cdi frobnicate\nrdma-cdi config check x\n"
+                "rdma-cdi config fix x\nkubectl apply -k deploy/kubernetes/nope\n```\n"
+                "`kubectl apply -k deploy/kubernetes`\n")
+        f.flush()
+        n, bad = command_problems(f.name, known_commands())
+    tap.ok(n == 6 and len(bad) == 3 and "frobnicate" in bad[0] and "fix" in bad[1] and
+           "nope" in bad[2], "the command check finds an unknown command and subcommand "
+           "and a missing path (harness)", "%d %s" % (n, bad))
+
+
 def check_readme():
     readme = os.path.join(SOURCE_ROOT, "README.md")
     with open(readme, encoding="utf-8") as f:
@@ -606,14 +756,19 @@ def main():
     check_flag_harness()
     check_link_harness()
     check_quote_harness()
+    check_command_harness()
+    known = known_commands()
     n_configs = 0
     for path in paths:
+        check_commands(path, known)
         check_flags(path)
         n_configs += check_blocks(path)
         check_links(path)
         check_quotes(path)
     tap.ok(n_configs > 0, "the guides' rdma-cdi configs were found and checked (%d)" % n_configs)
     check_readme()
+    check_figures()
+    check_retracted()
     return tap.done()
 
 
