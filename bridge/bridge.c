@@ -534,7 +534,7 @@ static int setup_plugin_dir(struct bridge *b)
 	return daemon_socket_dir("plugin directory", b->plugin_dir);
 }
 
-static int check_options(const struct daemon_options *d, const struct bridge_options *o)
+static int check_options(const struct bridge_options *o)
 {
 	const char *res = o->resource ? o->resource : BRIDGE_DEFAULT_RESOURCE;
 
@@ -547,8 +547,6 @@ static int check_options(const struct daemon_options *d, const struct bridge_opt
 					BRIDGE_STRATEGY_DEVICE_SPECS))
 		return log_error_errno(-EINVAL, "invalid device list strategy mask 0x%x",
 				       o->strategies);
-	if (d->spec.kind && !cdi_kind_is_valid(d->spec.kind))
-		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", d->spec.kind);
 	return 0;
 }
 
@@ -677,7 +675,7 @@ int bridge_run(const struct daemon_options *d, const struct bridge_options *o)
 	struct bridge b = {.o = o};
 	int r;
 
-	r = check_options(d, o);
+	r = check_options(o);
 	if (r < 0)
 		return r;
 	daemon_memory_tune();

@@ -454,6 +454,8 @@ int daemon_run(struct daemon *dm, const struct daemon_options *o, const struct d
 	sigset_t old_mask;
 	int r;
 
+	if (o->spec.kind && !cdi_kind_is_valid(o->spec.kind))
+		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", o->spec.kind);
 	dm->o = *o;
 	dm->ops = ops;
 	dm->userdata = userdata;

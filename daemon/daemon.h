@@ -132,7 +132,8 @@ struct daemon {
  * Watcher), applies the first scan, ops->serve, READY=1 to systemd, the loop until
  * stopped, then the teardown. dm is zeroed by the caller (usually embedded in the
  * daemon's struct). Returns the exit code given to daemon_stop() (0 for a signal),
- * -errno when the start or the loop failed. Logs "stopped" on 0.
+ * -errno when the options are invalid (-EINVAL), the start or the loop failed. Logs
+ * "stopped" on 0.
  */
 int daemon_run(struct daemon *dm, const struct daemon_options *o, const struct daemon_ops *ops,
 	       void *userdata);

@@ -959,7 +959,7 @@ static bool close_dra(void *userdata)
 	return true;
 }
 
-static int check_options(const struct daemon_options *dopts, const struct dra_options *o)
+static int check_options(const struct dra_options *o)
 {
 	const char *driver = o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER;
 
@@ -973,8 +973,6 @@ static int check_options(const struct daemon_options *dopts, const struct dra_op
 	if (!dra_node_name_is_valid(o->node_name))
 		return log_error_errno(-EINVAL, "invalid node name \"%s\": not a DNS subdomain",
 				       o->node_name);
-	if (dopts->spec.kind && !cdi_kind_is_valid(dopts->spec.kind))
-		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", dopts->spec.kind);
 	return 0;
 }
 
@@ -992,7 +990,7 @@ int dra_run(const struct daemon_options *dopts, const struct dra_options *o)
 	struct dra d = {.o = o};
 	int r;
 
-	r = check_options(dopts, o);
+	r = check_options(o);
 	if (r < 0)
 		return r;
 	daemon_memory_tune();
