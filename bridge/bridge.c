@@ -24,12 +24,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "bridge.h"
 #include "build-config.h"
 #include "daemon.h"
-#include "follow.h"
-#include "keeper.h"
 #include "memory.h"
 #include "plugin.h"
+#include "rpc.h"
 
 /* One pool of the config in force: one kubelet resource. */
 struct pool {
@@ -42,14 +42,12 @@ struct pool {
 struct bridge {
 	const struct bridge_options *o;
 	struct daemon dm; /* loop, signals, watcher, the config in force, keeper, stopping */
+	struct gc_runtime *rt;
 	char *plugin_dir;
 	int dir_watch;
 	sd_event_source *dir_poll;
 	struct pool *pools;
 	size_t n_pools;
-	/* A new config's pools, between its check and its adoption. */
-	struct pool *new_pools;
-	size_t n_new_pools, kept, removed;
 	/* The names of the spec we last wrote or found up to date (NULL: none yet): the names
 	 * the spec on disk defines, so the only ones we hand out. */
 	struct spec_names *spec_on_disk;
@@ -109,7 +107,7 @@ static void publish_all(struct bridge *b, const struct disc_node *node,
 		    node, defined,
 		    &(struct dp_table_options){
 			.kind = b->dm.spec.kind,
-			.dev_root = b->dm.spec.dev_root ? b->dm.spec.dev_root : b->o->disc.dev_root,
+			.dev_root = b->dm.spec.dev_root ? b->dm.spec.dev_root : b->dm.o.disc.dev_root,
 			.shared = p->shared,
 			.strategies = b->o->strategies,
 			.with_mad = b->dm.spec.with_mad,
@@ -172,33 +170,31 @@ static void spec_written(struct bridge *b, const cJSON *spec)
  * that arrived wait for a write that succeeds (the keeper retries), and one that left and
  * came back is offered again when the file on disk still defines it.
  */
-static void apply(struct bridge *b, const struct disc_node *node, bool force)
+static int apply(struct bridge *b, const struct disc_node *node, bool force)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	int r;
 
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 
-	if (daemon_assign(&b->dm, node, "the device lists stay as they were", &a) < 0)
-		return;
+	r = daemon_assign(&b->dm, node, "the device lists stay as they were", &a);
+	if (r < 0)
+		return r;
 	r = spec_build(node, &b->dm.spec, &spec);
-	if (r < 0 && r != -ENODEV) {
-		log_error_errno(r, "building the CDI spec failed");
-		return;
-	}
+	if (r < 0 && r != -ENODEV)
+		return log_error_errno(r, "building the CDI spec failed");
 	if (r == -ENODEV) {
-		if (!b->dm.first_done || disc_node_count_usable(node) == 0)
+		if (!b->dm.applied || disc_node_count_usable(node) == 0)
 			log_warning("no usable RDMA device found: advertising none, CDI spec left "
 				    "as is");
 		publish_all(b, node, names_on_disk(b), a, force);
-		b->dm.first_done = true;
-		return;
+		return 0;
 	}
 	/* Removals and health first, against the names the spec on disk defines; with none
 	 * yet (or one the config moved), the lists wait for the write. */
 	if (b->spec_on_disk)
 		publish_all(b, node, b->spec_on_disk, a, false);
-	if (spec_keeper_write(b->dm.keeper, spec, disc_node_count_usable(node))) {
+	if (daemon_write_spec(&b->dm, spec, disc_node_count_usable(node))) {
 		spec_written(b, spec);
 		cJSON_Delete(TAKE_PTR(spec)); /* the tree is megabytes: gone before the trim */
 		publish_all(b, node, names_on_disk(b), a, force);
@@ -207,9 +203,9 @@ static void apply(struct bridge *b, const struct disc_node *node, bool force)
 		if (force || !b->spec_on_disk) /* else published above */
 			publish_all(b, node, names_on_disk(b), a, force);
 	}
-	b->dm.first_done = true;
 	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
 	malloc_trim(0);
+	return 0;
 }
 
 /* Every scan, failed ones too: the rescan metrics. */
@@ -228,10 +224,10 @@ static void on_scanned(void *userdata, int error, enum disc_follow_reason reason
 			  b->dm.follow ? disc_follow_last_scan_usec(b->dm.follow) : 0);
 }
 
-static void on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)
+static int on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)
 {
-	if (changed) /* else the steady state of a periodic rescan: nothing to build or send */
-		apply(userdata, node, force);
+	/* Unchanged: the steady state of a periodic rescan, nothing to build or send. */
+	return changed ? apply(userdata, node, force) : 0;
 }
 
 /* ---- the plugin directory ------------------------------------------------------------------ */
@@ -320,20 +316,161 @@ static void on_plugin_failed(void *userdata, struct dp_plugin *p, int error)
 	daemon_stop(&b->dm, error);
 }
 
-/* ---- stopping -------------------------------------------------------------------------------- */
+/* ---- the config in force --------------------------------------------------------------- */
 
-/* Stopping (daemon.h): the plugins stop their servers (streams end, sockets go). */
-static void stop_plugins(void *userdata)
+static void pool_clear(struct pool *p)
+{
+	dp_plugin_free(p->plugin);
+	free(p->resource);
+	free(p->socket_name);
+	*p = (struct pool){0};
+}
+
+static void pools_free(struct pool *pools, size_t n)
+{
+	for (size_t i = 0; pools && i < n; i++)
+		pool_clear(&pools[i]);
+	free(pools);
+}
+
+/* The pools a config makes of the flags: each pool's resource, sharing and ncclEnv. */
+static int pools_from(struct bridge *b, const struct cfg *c, struct pool **ret, size_t *ret_n,
+		      struct rc_error **err)
+{
+	const struct bridge_options *o = b->o;
+	struct pool *pools;
+
+	if (c->pools_set && (o->resource || o->shared > 1))
+		return rc_error_set(err, -EINVAL,
+				    "--resource and --shared shape the default pool only; the "
+				    "config defines its pools");
+	pools = calloc(c->n_pools, sizeof(*pools));
+	if (!pools)
+		return rc_error_set(err, -ENOMEM, NULL);
+	for (size_t i = 0; i < c->n_pools; i++) {
+		const struct cfg_pool *cp = &c->pools[i];
+		const char *res = c->pools_set	? cp->resource_name
+				  : o->resource ? o->resource
+						: cp->resource_name;
+
+		pools[i].resource = strdup(res);
+		pools[i].socket_name = pool_socket_name(b->plugin_dir, res);
+		pools[i].shared =
+		    c->pools_set ? (cp->mode == CFG_MODE_SHARED ? cp->shared_slots : 0) : o->shared;
+		pools[i].nccl_env = cp->nccl_env;
+		if (!pools[i].resource || !pools[i].socket_name) {
+			pools_free(pools, i + 1);
+			return rc_error_set(err, -ENOMEM, NULL);
+		}
+	}
+	*ret = pools;
+	*ret_n = c->n_pools;
+	return 0;
+}
+
+static int plugin_for(struct bridge *b, struct pool *p)
+{
+	return dp_plugin_new(b->dm.loop, b->rt,
+			     &(struct dp_plugin_config){
+				 .plugin_dir = b->plugin_dir,
+				 .socket_name = p->socket_name,
+				 .resource = p->resource,
+				 .failed = on_plugin_failed,
+				 .userdata = b,
+				 .metrics = b->metrics,
+			     },
+			     &p->plugin);
+}
+
+static void log_pools(struct bridge *b)
+{
+	for (size_t i = 0; i < b->n_pools; i++)
+		log_info("pool %s: %s%s, socket %s", b->pools[i].resource,
+			 b->pools[i].shared > 1 ? "shared" : "exclusive",
+			 b->pools[i].nccl_env ? ", ncclEnv" : "", b->pools[i].socket_name);
+}
+
+/* Moves the plugins of pools that stay into pools (their socket, registration and
+ * streams carry over); the others stop serving, which unregisters them (the kubelet
+ * sees the socket go). The number kept. */
+static size_t carry_plugins(struct bridge *b, struct pool *pools, size_t n)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < b->n_pools; j++)
+			if (b->pools[j].plugin &&
+			    strcmp(b->pools[j].resource, pools[i].resource) == 0) {
+				pools[i].plugin = TAKE_PTR(b->pools[j].plugin);
+				kept++;
+			}
+	for (size_t j = 0; j < b->n_pools; j++)
+		if (b->pools[j].plugin)
+			log_info("pool %s removed: unregistering (its socket goes)",
+				 b->pools[j].resource);
+	return kept;
+}
+
+/* Serves the pools that have no plugin yet: the config's new ones. The number served. */
+static size_t serve_new_pools(struct bridge *b)
+{
+	size_t added = 0;
+
+	for (size_t i = 0; i < b->n_pools; i++) {
+		struct pool *p = &b->pools[i];
+		int r;
+
+		if (p->plugin)
+			continue;
+		r = plugin_for(b, p);
+		if (r >= 0)
+			r = dp_plugin_start(p->plugin);
+		if (r < 0) {
+			log_error_errno(r, "pool %s cannot be served", p->resource);
+			continue;
+		}
+		added++;
+	}
+	return added;
+}
+
+/* A new valid config while running (daemon.h): the pools follow at once, the spec after. */
+static int on_reconfigure(void *userdata, const struct cfg *c, bool spec_moved,
+			  struct rc_error **err)
+{
+	struct bridge *b = userdata;
+	struct pool *pools = NULL;
+	size_t n = 0, kept, removed, added;
+	int r;
+
+	r = pools_from(b, c, &pools, &n, err);
+	if (r < 0)
+		return r;
+	kept = carry_plugins(b, pools, n);
+	removed = b->n_pools - kept;
+	pools_free(b->pools, b->n_pools);
+	b->pools = pools;
+	b->n_pools = n;
+	if (spec_moved) {
+		/* Other names or another file: nothing of the old spec counts. */
+		spec_names_free(b->spec_on_disk);
+		b->spec_on_disk = NULL;
+	}
+	added = serve_new_pools(b);
+	log_info("pools: %zu added, %zu kept, %zu removed", added, kept, removed);
+	dp_metrics_config_reload(b->metrics, true);
+	log_pools(b);
+	return 0;
+}
+
+static void on_refused(void *userdata)
 {
 	struct bridge *b = userdata;
 
-	for (size_t i = 0; i < b->n_pools; i++) {
-		dp_plugin_free(b->pools[i].plugin);
-		b->pools[i].plugin = NULL;
-	}
+	dp_metrics_config_reload(b->metrics, false);
 }
 
-/* ---- setup ---------------------------------------------------------------------------------- */
+/* ---- start and stop ------------------------------------------------------------------------ */
 
 static int setup_plugin_dir(struct bridge *b)
 {
@@ -366,214 +503,58 @@ static int check_options(const struct bridge_options *o)
 					BRIDGE_STRATEGY_DEVICE_SPECS))
 		return log_error_errno(-EINVAL, "invalid device list strategy mask 0x%x",
 				       o->strategies);
-	if (o->spec.kind && !cdi_kind_is_valid(o->spec.kind))
-		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", o->spec.kind);
 	return 0;
 }
 
-/* ---- the config in force --------------------------------------------------------------- */
-
-static void pool_clear(struct pool *p)
+static int start_metrics(struct bridge *b)
 {
-	dp_plugin_free(p->plugin);
-	free(p->resource);
-	free(p->socket_name);
-	*p = (struct pool){0};
-}
-
-/* The pools a config makes of the flags: each pool's resource, sharing and ncclEnv. */
-static int pools_from(struct bridge *b, const struct cfg *c, struct pool **ret, size_t *ret_n,
-		      char *err, size_t errlen)
-{
-	const struct bridge_options *o = b->o;
-	struct pool *pools;
-
-	if (c->pools_set && (o->resource || o->shared > 1)) {
-		snprintf(err, errlen,
-			 "--resource and --shared shape the default pool only; the config "
-			 "defines its pools");
-		return -EINVAL;
-	}
-	pools = calloc(c->n_pools, sizeof(*pools));
-	if (!pools)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->n_pools; i++) {
-		const struct cfg_pool *cp = &c->pools[i];
-		const char *res = c->pools_set	? cp->resource_name
-				  : o->resource ? o->resource
-						: cp->resource_name;
-
-		pools[i].resource = strdup(res);
-		pools[i].socket_name = pool_socket_name(b->plugin_dir, res);
-		pools[i].shared =
-		    c->pools_set ? (cp->mode == CFG_MODE_SHARED ? cp->shared_slots : 0) : o->shared;
-		pools[i].nccl_env = cp->nccl_env;
-		if (!pools[i].resource || !pools[i].socket_name) {
-			for (size_t j = 0; j <= i; j++)
-				pool_clear(&pools[j]);
-			free(pools);
-			return -ENOMEM;
-		}
-	}
-	*ret = pools;
-	*ret_n = c->n_pools;
-	return 0;
-}
-
-static int plugin_for(struct bridge *b, struct pool *p)
-{
-	return dp_plugin_new(b->dm.loop, b->dm.rt,
-			     &(struct dp_plugin_config){
-				 .plugin_dir = b->plugin_dir,
-				 .socket_name = p->socket_name,
-				 .resource = p->resource,
-				 .failed = on_plugin_failed,
-				 .userdata = b,
-				 .metrics = b->metrics,
-			     },
-			     &p->plugin);
-}
-
-static void log_pools(struct bridge *b, const char *what)
-{
-	for (size_t i = 0; i < b->n_pools; i++)
-		log_info("%s pool %s: %s%s, socket %s", what, b->pools[i].resource,
-			 b->pools[i].shared > 1 ? "shared" : "exclusive",
-			 b->pools[i].nccl_env ? ", ncclEnv" : "", b->pools[i].socket_name);
-}
-
-/*
- * A new valid config while running (daemon.h): pools that stay keep their plugin
- * (socket, registration, streams); new ones serve and register; removed ones stop
- * serving, which unregisters them (the kubelet sees the socket go). The spec follows.
- */
-static void free_new_pools(struct bridge *b)
-{
-	for (size_t i = 0; b->new_pools && i < b->n_new_pools; i++)
-		pool_clear(&b->new_pools[i]);
-	free(b->new_pools);
-	b->new_pools = NULL;
-	b->n_new_pools = 0;
-}
-
-static int on_config_check(void *userdata, const struct cfg *c, char *why, size_t whylen)
-{
-	struct bridge *b = userdata;
-
-	free_new_pools(b);
-	return pools_from(b, c, &b->new_pools, &b->n_new_pools, why, whylen);
-}
-
-static void on_config_rejected(void *userdata)
-{
-	struct bridge *b = userdata;
-
-	dp_metrics_config_reload(b->metrics, false);
-	free_new_pools(b);
-}
-
-static void on_config_adopt(void *userdata, bool spec_moved)
-{
-	struct bridge *b = userdata;
-	struct pool *pools = TAKE_PTR(b->new_pools);
-	size_t n = b->n_new_pools;
-
-	b->n_new_pools = 0;
-	b->kept = b->removed = 0;
-	/* Carry the plugins of pools that stay over. */
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < b->n_pools; j++)
-			if (b->pools[j].plugin &&
-			    strcmp(b->pools[j].resource, pools[i].resource) == 0) {
-				pools[i].plugin = TAKE_PTR(b->pools[j].plugin);
-				b->kept++;
-			}
-	for (size_t j = 0; j < b->n_pools; j++) {
-		b->removed += b->pools[j].plugin != NULL;
-		if (b->pools[j].plugin)
-			log_info("pool %s removed: unregistering (its socket goes)",
-				 b->pools[j].resource);
-		pool_clear(&b->pools[j]);
-	}
-	free(b->pools);
-	b->pools = pools;
-	b->n_pools = n;
-	if (spec_moved) {
-		/* Other names or another file: nothing of the old spec counts. */
-		spec_names_free(b->spec_on_disk);
-		b->spec_on_disk = NULL;
-	}
-}
-
-static void on_config_applied(void *userdata)
-{
-	struct bridge *b = userdata;
-	size_t added = 0;
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	char why[256] = "";
 	int r;
 
-	for (size_t i = 0; i < b->n_pools; i++) {
-		struct pool *p = &b->pools[i];
-
-		if (p->plugin)
-			continue;
-		r = plugin_for(b, p);
-		if (r >= 0)
-			r = dp_plugin_start(p->plugin);
-		if (r < 0) {
-			log_error_errno(r, "pool %s cannot be served", p->resource);
-			continue;
-		}
-		added++;
+	if (!b->o->metrics_address)
+		return 0;
+	r = dp_metrics_new(b->o->metrics_address, RDMA_CDI_VERSION, &b->metrics, why, sizeof(why));
+	if (r < 0) {
+		rc_error_set(&e, r, "%s", why);
+		log_error("--metrics-address: %s", rc_error_msg(e, r));
+		return r;
 	}
-	log_info("config %s applied: %zu pool(s), %zu added, %zu kept, %zu removed", b->dm.cfg_path,
-		 b->n_pools, added, b->kept, b->removed);
-	dp_metrics_config_reload(b->metrics, true);
-	log_pools(b, "");
+	log_info("serving metrics on http://%s%s", dp_metrics_address(b->metrics), DP_METRICS_PATH);
+	return 0;
 }
 
 /* The pools of the config at start, each with its plugin (not serving yet). */
 static int load_pools(struct bridge *b)
 {
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	int r;
 
-	r = pools_from(b, b->dm.cfg, &b->pools, &b->n_pools, err, sizeof(err));
+	r = pools_from(b, b->dm.cfg, &b->pools, &b->n_pools, &e);
 	if (r < 0)
-		return log_error_errno(r, "config %s: %s", b->dm.cfg_path, err);
+		return log_error_errno(r, "config %s: %s", b->dm.cfg_path, rc_error_msg(e, r));
 	for (size_t i = 0; i < b->n_pools; i++) {
 		r = plugin_for(b, &b->pools[i]);
 		if (r < 0)
 			return log_error_errno(r, "creating the plugin failed");
 	}
-	log_pools(b, "");
+	log_pools(b);
 	return 0;
 }
 
-static int setup(void *userdata)
+/* At start, with the loop and the config (daemon.h): the plugins, not serving yet. */
+static int attach(void *userdata)
 {
 	struct bridge *b = userdata;
-	const struct bridge_options *o = b->o;
 	int r;
 
 	r = setup_plugin_dir(b);
 	if (r < 0)
 		return r;
-	r = daemon_open(&b->dm);
+	r = gc_runtime_new(b->dm.mb, &b->rt);
 	if (r < 0)
-		return r;
-	if (o->metrics_address) {
-		char err[256] = "";
-
-		r = dp_metrics_new(o->metrics_address, RDMA_CDI_VERSION, &b->metrics, err,
-				   sizeof(err));
-		if (r < 0) {
-			log_error("--metrics-address: %s", err[0] ? err : strerror(-r));
-			return r;
-		}
-		log_info("serving metrics on http://%s%s", dp_metrics_address(b->metrics),
-			 DP_METRICS_PATH);
-	}
-	r = daemon_load_config(&b->dm);
+		return log_error_errno(r, "starting gRPC failed");
+	r = start_metrics(b);
 	if (r >= 0)
 		r = load_pools(b);
 	if (r < 0)
@@ -582,11 +563,11 @@ static int setup(void *userdata)
 	r = watch_plugin_dir(b);
 	if (r < 0)
 		return log_error_errno(r, "cannot watch %s", b->plugin_dir);
-	return daemon_follow(&b->dm);
+	return 0;
 }
 
 /* After the first scan: the spec is on disk before any device is advertised. */
-static int start(void *userdata)
+static int serve(void *userdata)
 {
 	struct bridge *b = userdata;
 
@@ -599,46 +580,53 @@ static int start(void *userdata)
 	return 0;
 }
 
-static void teardown_servers(void *userdata)
+/* Stopping (daemon.h): the plugins stop their servers (streams end, sockets go); done
+ * once every gRPC instance and call is gone. */
+static bool stop(void *userdata)
 {
 	struct bridge *b = userdata;
 
-	stop_plugins(b);
-	for (size_t i = 0; i < b->n_pools; i++)
-		pool_clear(&b->pools[i]);
-	free(b->pools);
+	for (size_t i = 0; i < b->n_pools; i++) {
+		dp_plugin_free(b->pools[i].plugin);
+		b->pools[i].plugin = NULL;
+	}
+	return !b->rt || gc_runtime_idle(b->rt);
+}
+
+static bool close_bridge(void *userdata)
+{
+	struct bridge *b = userdata;
+	bool idle;
+
+	pools_free(b->pools, b->n_pools);
 	b->pools = NULL;
 	b->n_pools = 0;
-	free_new_pools(b);
 	if (b->dir_watch > 0)
 		fswatch_remove(b->dm.fw, b->dir_watch);
 	b->dir_watch = 0;
-}
-
-static void release(void *userdata)
-{
-	struct bridge *b = userdata;
-
+	idle = !b->rt || gc_runtime_idle(b->rt);
+	gc_runtime_free(b->rt); /* not idle: it leaves what is alive to exit */
+	if (!idle)
+		return false; /* the completion-queue thread may still post */
 	sd_event_source_disable_unref(b->dir_poll);
 	spec_names_free(b->spec_on_disk);
 	free(b->plugin_dir);
 	dp_metrics_free(b->metrics); /* last: every caller of it is gone */
+	return true;
 }
 
-int bridge_run(const struct bridge_options *o)
+int bridge_run(const struct daemon_options *d, const struct bridge_options *o)
 {
 	static const struct daemon_ops ops = {
-	    .setup = setup,
-	    .start = start,
+	    .spec_dir = SPEC_DYNAMIC_DIR,
+	    .attach = attach,
+	    .serve = serve,
 	    .apply = on_apply,
 	    .scanned = on_scanned,
-	    .config_check = on_config_check,
-	    .config_rejected = on_config_rejected,
-	    .config_adopt = on_config_adopt,
-	    .config_applied = on_config_applied,
-	    .stop = stop_plugins,
-	    .close = teardown_servers,
-	    .release = release,
+	    .reconfigure = on_reconfigure,
+	    .refused = on_refused,
+	    .stop = stop,
+	    .close = close_bridge,
 	};
 	struct bridge b = {.o = o};
 	int r;
@@ -647,5 +635,5 @@ int bridge_run(const struct bridge_options *o)
 	if (r < 0)
 		return r;
 	daemon_memory_tune();
-	return daemon_run(&b.dm, &DAEMON_OPTIONS_OF(o, BRIDGE_DEFAULT_RESCAN_SEC), &ops, &b);
+	return daemon_run(&b.dm, d, &ops, &b);
 }

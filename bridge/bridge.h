@@ -13,10 +13,11 @@
 #include "discovery.h"
 #include "specs.h"
 
+struct daemon_options;
+
 #define BRIDGE_DEFAULT_PLUGIN_DIR "/var/lib/kubelet/device-plugins"
 #define BRIDGE_DEFAULT_RESOURCE "rdma.example/hca"
 #define BRIDGE_KUBELET_SOCKET "kubelet.sock"
-#define BRIDGE_DEFAULT_RESCAN_SEC 5
 #define BRIDGE_SHARED_MAX 1000
 
 enum bridge_strategy {
@@ -26,8 +27,9 @@ enum bridge_strategy {
 };
 
 /*
- * Flags override the config file (config/config.h): a field left NULL/0/false here takes
- * the file's value, then the default.
+ * The bridge's own options; what every daemon takes (the node, the spec, the config, the
+ * rescan) is struct daemon_options (daemon.h). Flags override the config file
+ * (config/config.h): a field left NULL/0 here takes the file's value, then the default.
  */
 struct bridge_options {
 	const char *plugin_dir; /* NULL = BRIDGE_DEFAULT_PLUGIN_DIR */
@@ -37,16 +39,6 @@ struct bridge_options {
 	const char *resource;
 	unsigned shared;
 	unsigned strategies; /* 0 = CDI_CRI | CDI_ANNOTATIONS */
-	struct disc_options disc;
-	struct spec_options spec; /* kind, memlock NULL and with_mad false: the file's */
-	const char *spec_dir;	  /* NULL: the file's specDir, else SPEC_DYNAMIC_DIR */
-	/* The config file, watched and applied live; NULL = CFG_DEFAULT_PATH, whose absence
-	 * means the defaults. A config_path given explicitly must exist. */
-	const char *config_path;
-	bool config_explicit;
-	/* Health/hotplug rescan period in seconds: 0 = BRIDGE_DEFAULT_RESCAN_SEC, < 0 = only
-	 * on SIGHUP. A rescan that changes nothing sends nothing. */
-	int rescan_interval;
 	/* Serve Prometheus metrics on "IPv4:PORT" or "[IPv6]:PORT"; NULL = off. */
 	const char *metrics_address;
 };
@@ -68,4 +60,4 @@ bool bridge_resource_name_is_valid(const char *name);
  * Returns with SIGTERM, SIGINT and SIGHUP blocked in the calling thread (pending ones
  * are not delivered): the caller is expected to exit.
  */
-int bridge_run(const struct bridge_options *opts);
+int bridge_run(const struct daemon_options *dopts, const struct bridge_options *opts);

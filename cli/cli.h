@@ -6,6 +6,14 @@
  * A command is `int cmd_NAME(int argc, char **argv)`: argv[0] is the command's name, the
  * rest its arguments; it parses them with getopt_long (optind already reset), handles
  * --help itself and returns the exit status below.
+ *
+ * One command table (rdma-cdi.c) and one main() serve every executable, as kmod's tools
+ * do: rdma-cdi runs the one-shot commands, and the daemons run in executables of their
+ * own (rdma-cdi-bridge, rdma-cdi-dra, rdma-cdi-watch for `generate --watch`), so that
+ * only they load gRPC, libcurl, libsystemd or libinotifytools. Such an executable is the
+ * same main() and table plus the daemon's code; main() tells them apart by the name it
+ * was run as (a table entry's helper), and rdma-cdi execs the helper for a command it
+ * does not hold (cmd-exec.c), in the same process.
  */
 #pragma once
 
@@ -16,6 +24,8 @@
 #include "discovery.h"
 #include "specs.h"
 
+struct daemon_options;
+
 enum {
 	EXIT_FAIL = 1,
 	EXIT_USAGE = 2,
@@ -25,20 +35,32 @@ enum {
 
 struct cli_command {
 	const char *name;
+	/* NULL: not in this executable; rdma-cdi execs helper, which holds it. */
 	int (*run)(int argc, char **argv);
+	/* The executable that runs this command when run as that name, or NULL. */
+	const char *helper;
+	bool built; /* false: this build left the command out (-Dbridge=disabled) */
 	const char *help; /* one line for `rdma-cdi --help` */
 };
 
+#define CLI_WATCH_HELPER "rdma-cdi-watch"
+
 int cmd_discover(int argc, char **argv);
-/* --watch: rdma-cdi execs rdma-cdi-watch, built with RDMA_CDI_WATCH_HERE, which runs it. */
 int cmd_generate(int argc, char **argv);
 int cmd_list(int argc, char **argv);
-/* rdma-cdi: execs the daemon (cmd-bridge-exec.c); rdma-cdi-bridge: runs it (cmd-bridge.c). */
-int cmd_bridge(int argc, char **argv);
-/* rdma-cdi: execs the DRA driver (cmd-dra-exec.c); rdma-cdi-dra: runs it (cmd-dra.c). */
-int cmd_dra(int argc, char **argv);
 int cmd_doctor(int argc, char **argv); /* cmd-doctor.c */
 int cmd_config(int argc, char **argv); /* cmd-config.c */
+
+/*
+ * The daemons' code, defined only in the executable that runs it (cmd-bridge.c in
+ * rdma-cdi-bridge, cmd-dra.c in rdma-cdi-dra, generate-watch.c in rdma-cdi-watch). Weak:
+ * NULL in every other executable, which execs the daemon's instead.
+ */
+int cmd_bridge(int argc, char **argv) __attribute__((weak));
+int cmd_dra(int argc, char **argv) __attribute__((weak));
+/* `generate --watch` (cmd-generate.c parses it): runs the daemon until stopped; 0 on a
+ * clean stop, -errno when it cannot start (logged). */
+int cli_generate_watch(const struct daemon_options *o) __attribute__((weak));
 
 /* The global options main() took before the command (argv[1] up to it), which
  * cli_exec_helper() hands on to the daemon. */
@@ -46,9 +68,9 @@ extern int cli_global_argc;
 extern char **cli_global_argv;
 
 /*
- * Replaces this process with the daemon executable name (libexecdir/rdma-cdi/NAME,
- * helper-main.c) given the global options and argv[1..] (cmd-exec.c). Returns only on
- * failure: EXIT_FAIL after printing why, as cmd.
+ * Replaces this process with the daemon executable name (libexecdir/rdma-cdi/NAME) given
+ * the global options and argv[1..] (cmd-exec.c). Returns only on failure: EXIT_FAIL after
+ * printing why, as cmd.
  */
 int cli_exec_helper(const char *cmd, const char *name, int argc, char **argv);
 
@@ -76,6 +98,8 @@ enum {
 	CLI_OPT_MEMLOCK,
 	CLI_OPT_SPEC_DIR,
 	CLI_OPT_CONFIG,
+	/* daemons */
+	CLI_OPT_RESCAN_INTERVAL,
 	CLI_OPT_COMMAND = 0x200,
 };
 
@@ -126,6 +150,15 @@ struct cli_option {
 		    ", used when it exists); flags override it"                                    \
 	}
 
+/* The daemons' rescan (struct daemon_options.rescan_sec: the same meaning). */
+#define CLI_OPTION_RESCAN_INTERVAL                                                                 \
+	{                                                                                          \
+		"rescan-interval", required_argument, CLI_OPT_RESCAN_INTERVAL, "SEC",              \
+		    "cheap rescan of port state and renames every SEC seconds, 0 to 86400 "        \
+		    "(default 5; 0 = only hotplug events and SIGHUP); while a rescan costs more "  \
+		    "than 0.1 % of a core, its period is stretched to stay under that"             \
+	}
+
 #define CLI_MAX_SPEC_DIRS 8
 
 /* Everything the shared options set. Commands embed it; a new shared option goes here. */
@@ -137,6 +170,8 @@ struct cli_common {
 	const char *spec_dirs[CLI_MAX_SPEC_DIRS];
 	size_t n_spec_dirs;
 	const char *config_path; /* --config, NULL = CFG_DEFAULT_PATH if it exists */
+	unsigned rescan_sec;	 /* --rescan-interval, when rescan_given */
+	bool rescan_given;
 
 	/* Filled by cli_resolve_node(): what discovery reads. */
 	struct disc_options disc;
@@ -144,6 +179,13 @@ struct cli_common {
 };
 
 void cli_common_done(struct cli_common *c);
+
+/*
+ * The daemon options the shared options make (after cli_resolve_node()): the node, the
+ * spec, one --spec-dir, --config, --rescan-interval (else the default). 0, or
+ * EXIT_USAGE after printing why, as cmd.
+ */
+int cli_daemon_options(const struct cli_common *c, const char *cmd, struct daemon_options *ret);
 
 struct cli_parser {
 	const char *name;		  /* "generate" */

@@ -5,6 +5,7 @@
 
 #include "bridge.h"
 #include "cli.h"
+#include "daemon.h"
 #include "metrics.h"
 #include "common.h"
 #include "build-config.h"
@@ -14,12 +15,12 @@ enum {
 	OPT_RESOURCE,
 	OPT_STRATEGY,
 	OPT_SHARED,
-	OPT_RESCAN_INTERVAL,
 	OPT_METRICS_ADDRESS,
 };
 
 struct bridge_args {
 	struct cli_common common;
+	struct daemon_options daemon;
 	struct bridge_options bridge;
 };
 
@@ -39,9 +40,7 @@ static const struct cli_option bridge_cli_options[] = {
      "device-specs (default cdi-cri,cdi-annotations)"},
     {"shared", required_argument, OPT_SHARED, "N",
      "advertise each HCA of the default pool N times (1 to 1000)"},
-    {"rescan-interval", required_argument, OPT_RESCAN_INTERVAL, "SEC",
-     "cheap rescan of port state and renames every SEC seconds (default 5; 0 = only "
-     "hotplug events and SIGHUP)"},
+    CLI_OPTION_RESCAN_INTERVAL,
     {"metrics-address", required_argument, OPT_METRICS_ADDRESS, "ADDR:PORT",
      "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4:PORT or [IPv6]:PORT; "
      "default off)"},
@@ -87,16 +86,6 @@ static int bridge_option(void *ctx, int opt, const char *arg)
 					       arg);
 		b->shared = (unsigned)n;
 		break;
-	case OPT_RESCAN_INTERVAL:
-		if (parse_int64(arg, &n) < 0 || n < 0 || n > 86400)
-			return cli_usage_error(
-			    "bridge",
-			    "--rescan-interval %s: expected seconds from 0 (only "
-			    "on SIGHUP) to 86400",
-			    arg);
-		/* The bridge's own convention: < 0 means no periodic rescan. */
-		b->rescan_interval = n == 0 ? -1 : (int)n;
-		break;
 	case OPT_METRICS_ADDRESS: {
 		struct sockaddr_storage ss;
 		socklen_t len;
@@ -132,6 +121,7 @@ static const struct cli_parser bridge_parser = {
 static void log_start(const struct bridge_args *a)
 {
 	const struct bridge_options *b = &a->bridge;
+	const struct daemon_options *d = &a->daemon;
 	struct utsname u;
 	char shared[16];
 
@@ -140,9 +130,9 @@ static void log_start(const struct bridge_args *a)
 	    LOG_LVL_INFO,
 	    LOG_FIELDS("version", RDMA_CDI_VERSION, "node", uname(&u) == 0 ? u.nodename : NULL,
 		       "resource", b->resource ? b->resource : BRIDGE_DEFAULT_RESOURCE, "kind",
-		       b->spec.kind, "shared", shared, "sysfs", a->common.disc.sysfs_root, "dev",
+		       d->spec.kind, "shared", shared, "sysfs", a->common.disc.sysfs_root, "dev",
 		       a->common.disc.dev_root, "host_dev", a->common.spec.dev_root, "spec_dir",
-		       b->spec_dir, "config", b->config_path ? b->config_path : CFG_DEFAULT_PATH,
+		       d->spec_dir, "config", d->config_path ? d->config_path : CFG_DEFAULT_PATH,
 		       "plugin_dir", b->plugin_dir ? b->plugin_dir : BRIDGE_DEFAULT_PLUGIN_DIR),
 	    "rdma-cdi %s bridge starting", RDMA_CDI_VERSION);
 }
@@ -155,20 +145,13 @@ int cmd_bridge(int argc, char **argv)
 	r = cli_parse(&bridge_parser, &a, &a.common, argc, argv, NULL);
 	if (r != CLI_CONTINUE)
 		goto out;
-	if (a.common.n_spec_dirs > 1) {
-		r = cli_usage_error("bridge", "takes one --spec-dir");
-		goto out;
-	}
 	r = cli_resolve_node(&a.common, "bridge");
+	if (r == 0)
+		r = cli_daemon_options(&a.common, "bridge", &a.daemon);
 	if (r != 0)
 		goto out;
-	a.bridge.disc = a.common.disc;
-	a.bridge.spec = a.common.spec; /* unset fields: the config's, then the defaults */
-	a.bridge.spec_dir = a.common.n_spec_dirs ? a.common.spec_dirs[0] : NULL;
-	a.bridge.config_path = a.common.config_path;
-	a.bridge.config_explicit = a.common.config_path != NULL;
 	log_start(&a);
-	r = bridge_run(&a.bridge) < 0 ? EXIT_FAIL : 0;
+	r = bridge_run(&a.daemon, &a.bridge) < 0 ? EXIT_FAIL : 0;
 out:
 	cli_common_done(&a.common);
 	return r;

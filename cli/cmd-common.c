@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "common.h"
 #include "build-config.h"
+#include "daemon.h"
 #include "hooks.h"
 
 #define HELP_INDENT 30
@@ -99,6 +100,21 @@ static bool memlock_is_valid(const char *s)
 	return hook_parse_memlock(s, &v) == 0;
 }
 
+/* --rescan-interval: 1, or EXIT_USAGE. */
+static int rescan_option(const char *cmd, struct cli_common *c, const char *arg)
+{
+	long long n;
+
+	if (parse_int64(arg, &n) < 0 || n < 0 || n > 86400)
+		return cli_usage_error(cmd,
+				       "--rescan-interval %s: expected seconds from 0 (only hotplug "
+				       "events and SIGHUP) to 86400",
+				       arg);
+	c->rescan_sec = (unsigned)n;
+	c->rescan_given = true;
+	return 1;
+}
+
 /* 1 handled, 0 not shared, EXIT_USAGE. */
 static int shared_option(const struct cli_parser *p, struct cli_common *c, int opt, const char *arg)
 {
@@ -166,6 +182,8 @@ static int shared_option(const struct cli_parser *p, struct cli_common *c, int o
 	case CLI_OPT_CONFIG:
 		c->config_path = arg;
 		return 1;
+	case CLI_OPT_RESCAN_INTERVAL:
+		return rescan_option(cmd, c, arg);
 	}
 	return 0;
 }
@@ -260,6 +278,22 @@ int cli_resolve_node(struct cli_common *c, const char *cmd)
 	c->disc = (struct disc_options){.sysfs_root = c->sysfs_buf, .dev_root = c->dev_buf};
 	/* What the spec says is the host's path, never where we happen to see it. */
 	c->spec.dev_root = dev;
+	return 0;
+}
+
+int cli_daemon_options(const struct cli_common *c, const char *cmd, struct daemon_options *ret)
+{
+	struct daemon_options o = DAEMON_OPTIONS_INIT;
+
+	if (c->n_spec_dirs > 1)
+		return cli_usage_error(cmd, "takes one --spec-dir");
+	o.disc = c->disc;
+	o.spec = c->spec; /* unset fields: the config's, then the defaults */
+	o.spec_dir = c->n_spec_dirs ? c->spec_dirs[0] : NULL;
+	o.config_path = c->config_path;
+	if (c->rescan_given)
+		o.rescan_sec = c->rescan_sec;
+	*ret = o;
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "daemon.h"
 #include "common.h"
 #include "dra.h"
 #include "build-config.h"
@@ -13,11 +14,11 @@ enum {
 	OPT_REGISTRY_DIR,
 	OPT_PLUGIN_DIR,
 	OPT_KUBECONFIG,
-	OPT_RESCAN_INTERVAL,
 };
 
 struct dra_args {
 	struct cli_common common;
+	struct daemon_options daemon;
 	struct dra_options dra;
 };
 
@@ -35,9 +36,7 @@ static const struct cli_option dra_cli_options[] = {
      "/DRIVER)"},
     {"kubeconfig", required_argument, OPT_KUBECONFIG, "FILE",
      "API server credentials (default: the in-cluster service account)"},
-    {"rescan-interval", required_argument, OPT_RESCAN_INTERVAL, "SEC",
-     "cheap rescan of port state and renames every SEC seconds (default 5; 0 = only "
-     "hotplug events and SIGHUP)"},
+    CLI_OPTION_RESCAN_INTERVAL,
     CLI_OPTIONS_NODE,
     {"spec-dir", required_argument, CLI_OPT_SPEC_DIR, "DIR",
      "CDI spec directory for the shared spec and the per-claim specs (default: the config's "
@@ -59,7 +58,6 @@ static int absolute_dir(const char *opt, const char *arg, const char **ret)
 static int dra_option(void *ctx, int opt, const char *arg)
 {
 	struct dra_options *o = &((struct dra_args *)ctx)->dra;
-	long long n;
 
 	switch (opt) {
 	case OPT_DRIVER_NAME:
@@ -82,15 +80,6 @@ static int dra_option(void *ctx, int opt, const char *arg)
 		return absolute_dir("--plugin-dir", arg, &o->plugin_dir);
 	case OPT_KUBECONFIG:
 		o->kubeconfig = arg;
-		break;
-	case OPT_RESCAN_INTERVAL:
-		if (parse_int64(arg, &n) < 0 || n < 0 || n > 86400)
-			return cli_usage_error(
-			    "dra",
-			    "--rescan-interval %s: expected seconds from 0 (only "
-			    "on SIGHUP) to 86400",
-			    arg);
-		o->rescan_interval = n == 0 ? -1 : (int)n; /* < 0: no periodic rescan */
 		break;
 	}
 	return 0;
@@ -117,14 +106,15 @@ static const struct cli_parser dra_parser = {
 static void log_start(const struct dra_args *a)
 {
 	const struct dra_options *o = &a->dra;
+	const struct daemon_options *d = &a->daemon;
 
 	log_struct(LOG_LVL_INFO,
 		   LOG_FIELDS("version", RDMA_CDI_VERSION, "driver",
 			      o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER, "node",
-			      o->node_name, "kind", o->spec.kind, "sysfs",
+			      o->node_name, "kind", d->spec.kind, "sysfs",
 			      a->common.disc.sysfs_root, "dev", a->common.disc.dev_root, "host_dev",
-			      a->common.spec.dev_root, "spec_dir", o->spec_dir, "config",
-			      o->config_path ? o->config_path : CFG_DEFAULT_PATH, "plugin_dir",
+			      a->common.spec.dev_root, "spec_dir", d->spec_dir, "config",
+			      d->config_path ? d->config_path : CFG_DEFAULT_PATH, "plugin_dir",
 			      o->plugin_dir, "registry_dir",
 			      o->registry_dir ? o->registry_dir : DRA_DEFAULT_REGISTRY_DIR,
 			      "kubeconfig", o->kubeconfig ? o->kubeconfig : "in-cluster"),
@@ -139,10 +129,6 @@ int cmd_dra(int argc, char **argv)
 	r = cli_parse(&dra_parser, &a, &a.common, argc, argv, NULL);
 	if (r != CLI_CONTINUE)
 		goto out;
-	if (a.common.n_spec_dirs > 1) {
-		r = cli_usage_error("dra", "takes one --spec-dir");
-		goto out;
-	}
 	if (!a.dra.node_name) {
 		const char *env = getenv("NODE_NAME");
 
@@ -159,15 +145,12 @@ int cmd_dra(int argc, char **argv)
 		a.dra.node_name = env;
 	}
 	r = cli_resolve_node(&a.common, "dra");
+	if (r == 0)
+		r = cli_daemon_options(&a.common, "dra", &a.daemon);
 	if (r != 0)
 		goto out;
-	a.dra.disc = a.common.disc;
-	a.dra.spec = a.common.spec; /* unset fields: the config's, then the defaults */
-	a.dra.spec_dir = a.common.n_spec_dirs ? a.common.spec_dirs[0] : NULL;
-	a.dra.config_path = a.common.config_path;
-	a.dra.config_explicit = a.common.config_path != NULL;
 	log_start(&a);
-	r = dra_run(&a.dra) < 0 ? EXIT_FAIL : 0;
+	r = dra_run(&a.daemon, &a.dra) < 0 ? EXIT_FAIL : 0;
 out:
 	cli_common_done(&a.common);
 	return r;

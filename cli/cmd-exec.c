@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Running a daemon's own executable (helper-main.c) in place of this process. The daemons
+ * Running a daemon's own executable (cli.h: the same main(), run as the helper's name)
+ * in place of this process. The daemons
  * are the only parts that need gRPC core, Abseil and protobuf-c (the bridge) or
  * libsystemd and libinotifytools (generate --watch); keeping those out of the rdma-cdi
  * binary spares every one-shot command the dynamic loader's work for them, which was most

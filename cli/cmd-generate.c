@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rdma-cdi generate: scan the node and write its CDI spec. */
+/* rdma-cdi generate: scan the node and write its CDI spec; --watch keeps it current as a
+ * daemon (generate-watch.c, in rdma-cdi-watch: see cli.h). */
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -8,16 +9,12 @@
 #include "cli.h"
 #include "common.h"
 #include "build-config.h"
-#if RDMA_CDI_WATCH_HERE
-#include "follow.h"
-#include "keeper.h"
-#endif
+#include "daemon.h"
 
 enum {
 	OPT_OUTPUT = CLI_OPT_COMMAND,
 	OPT_FORMAT,
 	OPT_WATCH,
-	OPT_RESCAN_INTERVAL,
 };
 
 struct generate_args {
@@ -25,7 +22,6 @@ struct generate_args {
 	const char *output;
 	const char *format; /* as given, NULL = from --output's extension, else json */
 	bool watch;
-	int rescan_interval; /* 0 = not given, -1 = none */
 };
 
 static const struct cli_option generate_options[] = {
@@ -40,9 +36,9 @@ static const struct cli_option generate_options[] = {
     CLI_OPTION_CONFIG,
     {"watch", no_argument, OPT_WATCH, NULL,
      "keep the spec current in the foreground: device nodes coming and going, port state "
-     "and renames, SIGHUP; for a systemd unit (sd_notify READY=1)"},
-    {"rescan-interval", required_argument, OPT_RESCAN_INTERVAL, "SEC",
-     "with --watch: cheap rescan every SEC seconds (default 5; 0 = only hotplug and SIGHUP)"},
+     "and renames, SIGHUP, config edits (an invalid one is refused and the previous config "
+     "stays); for a systemd unit (sd_notify READY=1)"},
+    CLI_OPTION_RESCAN_INTERVAL,
     CLI_OPTIONS_SPEC,
     CLI_OPTIONS_GLOBAL,
     {},
@@ -65,17 +61,6 @@ static int generate_option(void *ctx, int opt, const char *arg)
 	case OPT_WATCH:
 		a->watch = true;
 		break;
-	case OPT_RESCAN_INTERVAL: {
-		long long n;
-
-		if (parse_int64(arg, &n) < 0 || n < 0 || n > 86400)
-			return cli_usage_error("generate",
-					       "--rescan-interval %s: expected seconds from 0 to "
-					       "86400",
-					       arg);
-		a->rescan_interval = n == 0 ? -1 : (int)n;
-		break;
-	}
 	}
 	return 0;
 }
@@ -218,31 +203,21 @@ static int apply_config(struct generate_args *a, struct spec_write_options *wo, 
 	return 0;
 }
 
-#if RDMA_CDI_WATCH_HERE
+/* --watch: the daemon, in rdma-cdi-watch (this function is not reached elsewhere). */
 static int watch(struct generate_args *a, const struct spec_write_options *wo)
 {
+	struct daemon_options o;
 	int r;
 
 	if (wo->output)
 		return cli_usage_error("generate", "--watch keeps the spec dir current: it does "
 						   "not take --output");
-	r = spec_watch_run(&(struct spec_watch_options){
-	    .disc = a->common.disc,
-	    .spec = a->common.spec,
-	    .wo = *wo,
-	    .interval_sec = a->rescan_interval == 0  ? DISC_FOLLOW_DEFAULT_INTERVAL_SEC
-			    : a->rescan_interval < 0 ? 0
-						     : a->rescan_interval,
-	});
-	return r < 0 ? EXIT_FAIL : 0;
+	r = cli_daemon_options(&a->common, "generate", &o);
+	if (r != 0)
+		return r;
+	o.spec_format = wo->format;
+	return cli_generate_watch(&o) < 0 ? EXIT_FAIL : 0;
 }
-#else
-/* The daemon (sd-event, inotify) is rdma-cdi-watch's: one-shot runs do not load it. */
-static int watch(struct generate_args *a, const struct spec_write_options *wo)
-{
-	return EXIT_FAIL; /* not reached: cmd_generate() execs rdma-cdi-watch first */
-}
-#endif
 
 int cmd_generate(int argc, char **argv)
 {
@@ -254,10 +229,10 @@ int cmd_generate(int argc, char **argv)
 	r = cli_parse(&generate_parser, &a, &a.common, argc, argv, NULL);
 	if (r != CLI_CONTINUE)
 		goto out;
-	if (!RDMA_CDI_WATCH_HERE && a.watch) {
+	if (a.watch && !cli_generate_watch) {
 		/* rdma-cdi-watch checks the arguments again, and says what is wrong once. */
 		cli_common_done(&a.common);
-		return cli_exec_helper("generate", "rdma-cdi-watch", argc, argv);
+		return cli_exec_helper("generate", CLI_WATCH_HELPER, argc, argv);
 	}
 	r = EXIT_USAGE;
 	if (a.common.n_spec_dirs > 1) {
@@ -274,11 +249,12 @@ int cmd_generate(int argc, char **argv)
 	wo.spec_dir = a.common.n_spec_dirs ? a.common.spec_dirs[0] : NULL;
 	/* Each `generate` is a start: a killed one may have left its temp file. */
 	wo.remove_stale_temps = true;
-	if (a.rescan_interval && !a.watch) {
+	if (a.common.rescan_given && !a.watch) {
 		cli_usage_error("generate", "--rescan-interval applies to --watch only");
 		goto out;
 	}
-	r = apply_config(&a, &wo, &cfg);
+	/* The daemon loads the config itself, and follows its edits. */
+	r = a.watch ? 0 : apply_config(&a, &wo, &cfg);
 	if (r == 0)
 		r = cli_resolve_node(&a.common, "generate");
 	if (r == 0)

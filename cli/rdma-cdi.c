@@ -2,8 +2,9 @@
 /*
  * rdma-cdi: the command line. main() takes the global options and hands the rest to one
  * command of the table below; each command (cmd-*.c) parses its own options and decides
- * what the user sees. The work itself is in discovery/, specs/, cdi/ and bridge/ (the DRA
- * driver in dra/).
+ * what the user sees. The work itself is in discovery/, specs/, cdi/, daemon/, bridge/
+ * and dra/. The daemons' executables run this same main() and table (cli.h): run as a
+ * helper's name, main() runs that helper's command.
  *
  * Exit status: 0 success; 1 failure (the cause is printed); 2 bad usage;
  * 3 no usable RDMA device (nothing written, an existing spec is left in place);
@@ -20,15 +21,19 @@ static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
 static const struct cli_command commands[] = {
-    {"discover", cmd_discover, "show the RDMA devices of this node (--json for scripts)"},
-    {"generate", cmd_generate, "write the CDI spec for them"},
-    {"list", cmd_list, "list the CDI device names in the spec directories"},
-    {"bridge", cmd_bridge, "run the kubelet device plugin"},
-    {"dra", cmd_dra, "run the kubelet DRA driver (resource.k8s.io/v1)"},
-    {"config", cmd_config, "check a config file: rdma-cdi config check FILE"},
-    {"doctor", cmd_doctor, "check that RDMA works here, and how to fix what does not"},
-    {"help", cmd_help, "show the help of a command: rdma-cdi help COMMAND"},
-    {"version", cmd_version, "print the version"},
+    {"discover", cmd_discover, NULL, true,
+     "show the RDMA devices of this node (--json for scripts)"},
+    {"generate", cmd_generate, CLI_WATCH_HELPER, true, "write the CDI spec for them"},
+    {"list", cmd_list, NULL, true, "list the CDI device names in the spec directories"},
+    {"bridge", cmd_bridge, "rdma-cdi-bridge", RDMA_CDI_HAVE_BRIDGE,
+     "run the kubelet device plugin"},
+    {"dra", cmd_dra, "rdma-cdi-dra", RDMA_CDI_HAVE_DRA,
+     "run the kubelet DRA driver (resource.k8s.io/v1)"},
+    {"config", cmd_config, NULL, true, "check a config file: rdma-cdi config check FILE"},
+    {"doctor", cmd_doctor, NULL, true,
+     "check that RDMA works here, and how to fix what does not"},
+    {"help", cmd_help, NULL, true, "show the help of a command: rdma-cdi help COMMAND"},
+    {"version", cmd_version, NULL, true, "print the version"},
 };
 
 static const struct option global_options[] = {
@@ -65,6 +70,32 @@ static const struct cli_command *find_command(const char *name)
 {
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
 		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* Runs cmd here, or execs the executable that holds it. */
+static int run_command(const struct cli_command *cmd, int argc, char **argv)
+{
+	if (cmd->run)
+		return cmd->run(argc, argv);
+	if (!cmd->built) {
+		log_error("%s: this rdma-cdi was built without it (meson -Dbridge=disabled, or "
+			  "gRPC, protobuf-c or libcurl missing at build time); the other commands "
+			  "work without it",
+			  cmd->name);
+		return EXIT_FAIL;
+	}
+	return cli_exec_helper(cmd->name, cmd->helper, argc, argv);
+}
+
+/* The command an executable runs by its name (rdma-cdi-bridge: bridge), or NULL. */
+static const struct cli_command *command_of_executable(const char *argv0)
+{
+	const char *slash = strrchr(argv0, '/'), *name = slash ? slash + 1 : argv0;
+
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		if (commands[i].helper && strcmp(name, commands[i].helper) == 0)
 			return &commands[i];
 	return NULL;
 }
@@ -112,7 +143,7 @@ static int cmd_help(int argc, char **argv)
 		return 0;
 	}
 	help_argv[0] = argv[1];
-	return cmd->run(2, help_argv);
+	return run_command(cmd, 2, help_argv);
 }
 
 int main(int argc, char **argv)
@@ -123,6 +154,18 @@ int main(int argc, char **argv)
 
 	log_set_ident("rdma-cdi");
 	log_set_timestamps(true);
+	if (argc < 1)
+		return EXIT_USAGE;
+	cmd = command_of_executable(argv[0]);
+	if (cmd) {
+		/* A daemon's executable: the command's own options follow, global ones too. */
+		if (!cmd->run) { /* it would exec itself */
+			log_error("%s is not in this executable", cmd->name);
+			return EXIT_FAIL;
+		}
+		argv[0] = (char *)cmd->name;
+		return cmd->run(argc, argv);
+	}
 
 	opterr = 0;
 	/* "+": stop at the command; what follows is the command's. */
@@ -162,5 +205,5 @@ int main(int argc, char **argv)
 		return unknown_command(argv[optind]);
 	cli_global_argc = optind - 1;
 	cli_global_argv = argv + 1;
-	return cmd->run(argc - optind, argv + optind);
+	return run_command(cmd, argc - optind, argv + optind);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The daemon core of bridge_run() and dra_run() (daemon.h): loop, signals, the Sysfs
- * Watcher's scans, the config in force and its reload, the spec keeper, stopping.
+ * The one daemon runtime (daemon.h): loop, signals, the Sysfs Watcher's scans, the config
+ * in force and its reload, the spec keeper, the lifecycle.
  */
 #include <signal.h>
 #include <string.h>
@@ -12,7 +12,6 @@
 
 #include "common.h"
 #include "daemon.h"
-#include "rpc.h"
 #include "keeper.h"
 #include "loop.h"
 #include "watch.h"
@@ -62,17 +61,18 @@ int daemon_socket_dir(const char *what, const char *dir)
 /* ---- the spec settings ------------------------------------------------------------------ */
 
 /* Flags first, then the file, then the defaults. */
-static void settings_from(struct daemon *dm, const struct cfg *c)
+static void settings_from(const struct daemon *dm, const struct cfg *c, struct spec_options *spec,
+			  const char **spec_dir)
 {
 	const struct daemon_options *o = &dm->o;
 
-	dm->spec = o->spec;
-	if (!dm->spec.kind)
-		dm->spec.kind = c->kind ? c->kind : SPEC_DEFAULT_KIND;
-	if (!dm->spec.memlock)
-		dm->spec.memlock = c->memlock;
-	dm->spec.with_mad = o->spec.with_mad || c->with_mad == 1;
-	dm->spec_dir = o->spec_dir ? o->spec_dir : c->spec_dir ? c->spec_dir : SPEC_DYNAMIC_DIR;
+	*spec = o->spec;
+	if (!spec->kind)
+		spec->kind = c->kind ? c->kind : SPEC_DEFAULT_KIND;
+	if (!spec->memlock)
+		spec->memlock = c->memlock;
+	spec->with_mad = o->spec.with_mad || c->with_mad == 1;
+	*spec_dir = o->spec_dir ? o->spec_dir : c->spec_dir ? c->spec_dir : dm->ops->spec_dir;
 }
 
 static void on_spec_retry(void *userdata)
@@ -80,7 +80,7 @@ static void on_spec_retry(void *userdata)
 	struct daemon *dm = userdata;
 
 	if (!dm->stopping && disc_follow_node(dm->follow))
-		dm->ops->apply(dm->userdata, disc_follow_node(dm->follow), true, false);
+		(void)dm->ops->apply(dm->userdata, disc_follow_node(dm->follow), true, false);
 }
 
 static int new_keeper(struct daemon *dm)
@@ -89,11 +89,43 @@ static int new_keeper(struct daemon *dm)
 	dm->keeper = NULL;
 	return spec_keeper_new(dm->loop,
 			       &(struct spec_keeper_config){
-				   .wo = {.spec_dir = dm->spec_dir, .format = CDI_FORMAT_JSON},
+				   .wo = {.spec_dir = dm->spec_dir, .format = dm->o.spec_format},
 				   .retry = on_spec_retry,
 				   .userdata = dm,
 			       },
 			       &dm->keeper);
+}
+
+bool daemon_write_spec(struct daemon *dm, const cJSON *spec, size_t n_usable)
+{
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	_cleanup_free_ char *path = NULL;
+	enum spec_keeper_outcome what;
+	int r = spec_keeper_write(dm->keeper, spec, &what, &path, &e);
+
+	switch (what) {
+	case SPEC_KEEPER_FAILED:
+		log_error("writing the CDI spec into %s failed: %s; %s. The last good spec stays; "
+			  "retrying",
+			  dm->spec_dir, rc_error_msg(e, r), spec_write_fix(r));
+		break;
+	case SPEC_KEEPER_FAILED_AGAIN:
+		log_debug("writing the CDI spec into %s failed again: %s", dm->spec_dir,
+			  rc_error_msg(e, r));
+		break;
+	case SPEC_KEEPER_RECOVERED:
+		log_info("CDI spec %s written again after failures (%zu usable devices)", path,
+			 n_usable);
+		break;
+	case SPEC_KEEPER_WRITTEN:
+	case SPEC_KEEPER_FOUND:
+		log_info("CDI spec %s %s (%zu usable devices)", path,
+			 what == SPEC_KEEPER_WRITTEN ? "written" : "up to date", n_usable);
+		break;
+	case SPEC_KEEPER_UNCHANGED:
+		break;
+	}
+	return r >= 0;
 }
 
 /* ---- scans ------------------------------------------------------------------------------- */
@@ -137,7 +169,7 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 	if (dm->ops->scanned)
 		dm->ops->scanned(dm->userdata, error, reason);
 	dm->pools_loud |= loud;
-	if (error < 0 && !dm->first_done) {
+	if (error < 0 && !dm->applied) {
 		daemon_stop(dm, error); /* the first scan must work */
 		return;
 	}
@@ -153,35 +185,57 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 	changed = !prev || reason == DISC_FOLLOW_REQUEST || !disc_node_equal(prev, node);
 	if (changed && prev)
 		disc_node_changes(prev, node, log_change, dm);
-	dm->ops->apply(dm->userdata, node, changed, reason == DISC_FOLLOW_REQUEST);
+	if (dm->ops->apply(dm->userdata, node, changed, reason == DISC_FOLLOW_REQUEST) >= 0)
+		dm->applied = true;
 }
 
-int daemon_follow(struct daemon *dm)
+static int follow(struct daemon *dm)
 {
-	int interval =
-	    dm->o.rescan_interval == 0 ? dm->o.default_rescan_sec : dm->o.rescan_interval;
 	int r;
 
 	r = disc_follow_new(dm->loop, dm->mb, dm->fw,
 			    &(struct disc_follow_config){
 				.disc = dm->o.disc,
-				.interval_sec = interval > 0 ? interval : 0,
+				.interval_sec = (int)dm->o.rescan_sec,
 				.fn = on_scan,
 				.userdata = dm,
 			    },
 			    &dm->follow);
 	if (r < 0)
 		return log_error_errno(r, "starting the sysfs watcher failed");
+	log_info("watching %s and %s/infiniband for changes",
+		 dm->o.disc.sysfs_root ? dm->o.disc.sysfs_root : "/sys",
+		 dm->o.disc.dev_root ? dm->o.disc.dev_root : "/dev");
 	return 0;
 }
 
 /* ---- the config in force ----------------------------------------------------------------- */
 
-static void config_rejected(struct daemon *dm, const char *why)
+static void config_refused(struct daemon *dm, const char *why)
 {
 	log_error("config %s rejected, the previous config stays in force: %s", dm->cfg_path, why);
-	if (dm->ops->config_rejected)
-		dm->ops->config_rejected(dm->userdata);
+	if (dm->ops->refused)
+		dm->ops->refused(dm->userdata);
+}
+
+/* A new config that fits the node and the daemon: 0, or -errno with *err. */
+static int config_check(struct daemon *dm, const struct cfg *c, const struct spec_options *spec,
+			const char *spec_dir, struct rc_error **err)
+{
+	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
+	const struct disc_node *node = disc_follow_node(dm->follow);
+	bool moved = strcmp(spec->kind, dm->spec.kind) != 0 || strcmp(spec_dir, dm->spec_dir) != 0;
+	char why[512] = "";
+	int r;
+
+	if (node) {
+		r = cfg_assign(c, node, &a, why, sizeof(why));
+		if (r < 0)
+			return rc_error_set(err, r, "%s", why);
+	}
+	if (!dm->ops->reconfigure)
+		return 0;
+	return dm->ops->reconfigure(dm->userdata, c, moved, err);
 }
 
 /* A changed config file: refused whole, or in force at once with the node applied again. */
@@ -189,48 +243,38 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 {
 	struct daemon *dm = userdata;
 	_cleanup_(cfg_freep) struct cfg *nc = c;
-	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	const struct disc_node *node = disc_follow_node(dm->follow);
-	_cleanup_free_ char *old_kind = NULL, *old_dir = NULL;
-	_cleanup_(cfg_freep) struct cfg *old = NULL;
-	char why[512] = "";
-	bool moved;
-	int r = 0;
+	struct spec_options spec;
+	const char *spec_dir;
+	int r;
 
 	if (dm->stopping)
 		return;
 	if (!nc) {
-		config_rejected(dm, err);
+		config_refused(dm, err);
 		return;
 	}
-	if (dm->ops->config_check)
-		r = dm->ops->config_check(dm->userdata, nc, why, sizeof(why));
-	if (r == 0 && node)
-		r = cfg_assign(nc, node, &a, why, sizeof(why));
+	settings_from(dm, nc, &spec, &spec_dir);
+	r = config_check(dm, nc, &spec, spec_dir, &e);
 	if (r < 0) {
-		config_rejected(dm, why[0] ? why : strerror(-r));
+		config_refused(dm, rc_error_msg(e, r));
 		return;
 	}
-	/* The settings may point into the old config: compare copies. */
-	old_kind = strdup(dm->spec.kind);
-	old_dir = strdup(dm->spec_dir);
-	settings_from(dm, nc);
-	moved = !old_kind || !old_dir || strcmp(old_kind, dm->spec.kind) != 0 ||
-		strcmp(old_dir, dm->spec_dir) != 0;
-	old = TAKE_PTR(dm->cfg);
+	/* The old config is freed only now: the settings may point into it. */
+	dm->spec = spec;
+	dm->spec_dir = spec_dir;
+	cfg_free(dm->cfg);
 	dm->cfg = TAKE_PTR(nc);
-	dm->ops->config_adopt(dm->userdata, moved);
-	cfg_free(TAKE_PTR(old));
 	if (new_keeper(dm) < 0)
 		log_error("out of memory renewing the spec keeper");
-	if (dm->ops->config_applied)
-		dm->ops->config_applied(dm->userdata);
+	log_info("config %s applied: %zu pool(s)", dm->cfg_path, dm->cfg->n_pools);
 	dm->pools_loud = true;
 	if (node)
-		dm->ops->apply(dm->userdata, node, true, true);
+		(void)dm->ops->apply(dm->userdata, node, true, true);
 }
 
-int daemon_load_config(struct daemon *dm)
+static int load_config(struct daemon *dm)
 {
 	const struct daemon_options *o = &dm->o;
 	char err[512] = "";
@@ -239,12 +283,12 @@ int daemon_load_config(struct daemon *dm)
 	dm->cfg_path = o->config_path ? o->config_path : CFG_DEFAULT_PATH;
 	r = cfg_watch_new(dm->loop, dm->fw, dm->cfg_path, on_config, dm, &dm->cfg, err, sizeof(err),
 			  &dm->cfg_watch);
-	if (r == -ENOENT && !o->config_explicit)
+	if (r == -ENOENT && !o->config_path)
 		log_info("no config directory for %s: using the defaults, not watching",
 			 dm->cfg_path);
 	else if (r < 0)
 		return log_error_errno(r, "config %s: %s", dm->cfg_path, err);
-	else if (!dm->cfg && o->config_explicit)
+	else if (!dm->cfg && o->config_path)
 		return log_error_errno(-ENOENT, "config %s does not exist", dm->cfg_path);
 	if (!dm->cfg) {
 		r = cfg_default(&dm->cfg);
@@ -256,7 +300,7 @@ int daemon_load_config(struct daemon *dm)
 	} else {
 		log_info("config %s loaded (%zu pool(s))", dm->cfg_path, dm->cfg->n_pools);
 	}
-	settings_from(dm, dm->cfg);
+	settings_from(dm, dm->cfg, &dm->spec, &dm->spec_dir);
 	dm->pools_loud = true;
 	r = new_keeper(dm);
 	if (r < 0)
@@ -266,13 +310,14 @@ int daemon_load_config(struct daemon *dm)
 
 /* ---- stopping ------------------------------------------------------------------------------ */
 
+/* The daemon's threads done (ops->stop true), or the wait over: the loop exits. */
 static int on_stop_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *dm = userdata;
 	uint64_t now = 0;
 
 	sd_event_now(dm->loop, CLOCK_MONOTONIC, &now);
-	if (gc_runtime_idle(dm->rt) || now >= dm->stop_until) {
+	if (!dm->ops->stop || dm->ops->stop(dm->userdata) || now >= dm->stop_until) {
 		sd_event_exit(dm->loop, 0);
 		return 0;
 	}
@@ -287,19 +332,20 @@ void daemon_stop(struct daemon *dm, int exit_code)
 		return;
 	dm->stopping = true;
 	dm->exit_code = exit_code;
+	(void)sd_notify(0, "STOPPING=1");
 	disc_follow_free(dm->follow);
 	dm->follow = NULL;
 	cfg_watch_free(dm->cfg_watch);
 	dm->cfg_watch = NULL;
-	dm->ops->stop(dm->userdata);
 	sd_event_now(dm->loop, CLOCK_MONOTONIC, &dm->stop_until);
 	dm->stop_until += DAEMON_EXIT_WAIT_USEC;
+	/* The first tick, at once, stops serving. */
 	if (sd_event_add_time_relative(dm->loop, &dm->stop_tick, CLOCK_MONOTONIC, 0, 1000,
 				       on_stop_tick, dm) < 0)
 		sd_event_exit(dm->loop, 0);
 }
 
-/* ---- the loop -------------------------------------------------------------------------------- */
+/* ---- the lifecycle ---------------------------------------------------------------------------- */
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -315,28 +361,42 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return 0;
 }
 
-int daemon_open(struct daemon *dm)
+static int open_loop(struct daemon *dm)
 {
+	const int sigs[] = {SIGHUP, SIGINT, SIGTERM};
 	int r;
 
 	r = sd_event_new(&dm->loop);
 	if (r < 0)
 		return log_error_errno(r, "creating the event loop failed");
-	for (int sig = SIGHUP; sig <= SIGTERM; sig++)
-		if (sig == SIGHUP || sig == SIGINT || sig == SIGTERM) {
-			r = sd_event_add_signal(dm->loop, NULL, sig, on_signal, dm);
-			if (r < 0)
-				return log_error_errno(r, "watching signals failed");
-		}
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+		r = sd_event_add_signal(dm->loop, NULL, sigs[i], on_signal, dm);
+		if (r < 0)
+			return log_error_errno(r, "watching signals failed");
+	}
 	r = mailbox_new(dm->loop, &dm->mb);
 	if (r >= 0)
 		r = fswatch_new(dm->loop, &dm->fw);
 	if (r < 0)
 		return log_error_errno(r, "inotify initialisation failed");
-	r = gc_runtime_new(dm->mb, &dm->rt);
-	if (r < 0)
-		return log_error_errno(r, "starting gRPC failed");
 	return 0;
+}
+
+/* The explicit start, in the one order every daemon needs: the loop, the config in force
+ * (the daemon's part is built from it), then the Sysfs Watcher, whose first scan follows
+ * on the loop. */
+static int daemon_start(struct daemon *dm)
+{
+	int r;
+
+	r = open_loop(dm);
+	if (r >= 0)
+		r = load_config(dm);
+	if (r >= 0 && dm->ops->attach)
+		r = dm->ops->attach(dm->userdata);
+	if (r >= 0)
+		r = follow(dm);
+	return r;
 }
 
 /* The first scan, before anything is served: the spec is on disk before any device is
@@ -344,7 +404,7 @@ int daemon_open(struct daemon *dm)
  * first scan). */
 static int first_scan(struct daemon *dm)
 {
-	while (!dm->first_done && !dm->stopping) {
+	while (!dm->applied && !dm->stopping) {
 		int r = sd_event_run(dm->loop, UINT64_MAX);
 
 		if (r < 0)
@@ -359,20 +419,33 @@ static void teardown(struct daemon *dm)
 	dm->follow = NULL;
 	cfg_watch_free(dm->cfg_watch);
 	dm->cfg_watch = NULL;
-	dm->ops->close(dm->userdata);
-	if (dm->rt && !gc_runtime_idle(dm->rt)) {
-		/* The completion-queue thread may still post: leave the rest to exit. */
-		gc_runtime_free(dm->rt);
-		return;
-	}
-	gc_runtime_free(dm->rt);
+	if (dm->ops->close && !dm->ops->close(dm->userdata))
+		return; /* a thread of the daemon's may still post: leave the rest to exit */
 	fswatch_free(dm->fw);
 	mailbox_free(dm->mb);
 	spec_keeper_free(dm->keeper);
 	sd_event_source_disable_unref(dm->stop_tick);
-	dm->ops->release(dm->userdata);
 	sd_event_unref(dm->loop);
 	cfg_free(dm->cfg);
+}
+
+static int run_loop(struct daemon *dm)
+{
+	int r = first_scan(dm);
+
+	if (r < 0)
+		return r;
+	if (r == 0 && dm->ops->serve) {
+		r = dm->ops->serve(dm->userdata);
+		if (r < 0)
+			daemon_stop(dm, r);
+	}
+	if (!dm->stopping)
+		(void)sd_notify(0, "READY=1");
+	r = sd_event_loop(dm->loop);
+	if (r < 0)
+		return log_error_errno(r, "event loop failed");
+	return dm->exit_code;
 }
 
 int daemon_run(struct daemon *dm, const struct daemon_options *o, const struct daemon_ops *ops,
@@ -381,6 +454,8 @@ int daemon_run(struct daemon *dm, const struct daemon_options *o, const struct d
 	sigset_t old_mask;
 	int r;
 
+	if (o->spec.kind && !cdi_kind_is_valid(o->spec.kind))
+		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", o->spec.kind);
 	dm->o = *o;
 	dm->ops = ops;
 	dm->userdata = userdata;
@@ -396,25 +471,9 @@ int daemon_run(struct daemon *dm, const struct daemon_options *o, const struct d
 	sigdelset(&dm->mask, SIGPIPE);
 	sigdelset(&dm->mask, SIGUSR1);
 
-	r = ops->setup(userdata);
-	if (r < 0)
-		goto out;
-	r = first_scan(dm);
-	if (r < 0)
-		goto out;
-	if (r == 0) {
-		r = ops->start(userdata);
-		if (r < 0)
-			daemon_stop(dm, r);
-	}
-	if (!dm->stopping)
-		(void)sd_notify(0, "READY=1");
-	r = sd_event_loop(dm->loop);
-	if (r < 0)
-		log_error_errno(r, "event loop failed");
-	else
-		r = dm->exit_code;
-out:
+	r = daemon_start(dm);
+	if (r >= 0)
+		r = run_loop(dm);
 	teardown(dm);
 	/* SIGTERM, SIGINT and SIGHUP stay blocked: one that arrived after the one we acted
 	 * on (SIGTERM and SIGINT together, a second Ctrl-C) would otherwise be delivered

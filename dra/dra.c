@@ -30,16 +30,14 @@
 
 #include "dra.h"
 #include "daemon.h"
-#include "follow.h"
-#include "keeper.h"
 #include "memory.h"
+#include "rpc.h"
 #include "kube.h"
 #include "inventory.h"
 #include "slices.h"
 #include "claims.h"
 #include "service.h"
 
-#define DRA_DEFAULT_RESCAN_SEC 5
 #define CLAIM_GET_TIMEOUT_MS 10000 /* well inside the kubelet's 45 s per call */
 #define DNS_SUBDOMAIN_MAX 253
 
@@ -75,10 +73,10 @@ struct dra {
 	const char *driver, *node_name;
 	char *plugin_dir, *registry_dir;
 	struct daemon dm; /* loop, signals, watcher, the config in force, keeper, stopping */
-	/* The names of the spec we last wrote or found up to date (NULL: none yet): the
-	 * names the spec on disk defines, so the only ones we hand out. */
+	struct gc_runtime *rt;
+	/* The device names of the spec we last wrote or found up to date, sorted: only
+	 * they are needed, and the spec's tree costs megabytes at 2,000 devices. */
 	struct spec_names *spec_on_disk;
-	struct spec_keeper *keeper;
 	struct dra_inventory *inv; /* in force: what is published and prepared from */
 	struct kube_config *kcfg;
 	struct kube_client *kube;
@@ -276,7 +274,7 @@ static void write_spec(struct dra *d, const struct disc_node *node)
 
 	r = spec_build(node, &d->dm.spec, &spec);
 	if (r == -ENODEV) {
-		if (!d->dm.first_done)
+		if (!d->dm.applied)
 			log_warning("no usable RDMA device found: publishing none, CDI spec left "
 				    "as is");
 		return;
@@ -285,7 +283,7 @@ static void write_spec(struct dra *d, const struct disc_node *node)
 		log_error_errno(r, "building the CDI spec failed");
 		return;
 	}
-	if (!spec_keeper_write(d->dm.keeper, spec, disc_node_count_usable(node)))
+	if (!daemon_write_spec(&d->dm, spec, disc_node_count_usable(node)))
 		return;
 	spec_names_free(d->spec_on_disk);
 	d->spec_on_disk = spec_names_new(spec);
@@ -296,22 +294,21 @@ static void write_spec(struct dra *d, const struct disc_node *node)
 
 /* Rebuilds the inventory in force from node; write: the node (or the config) changed, so
  * the spec is written first and slices and health follow. */
-static void apply(struct dra *d, const struct disc_node *node, bool write)
+static int apply(struct dra *d, const struct disc_node *node, bool write)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	struct dra_inventory *inv = NULL;
 	size_t left_out;
 	int r;
 
-	if (daemon_assign(&d->dm, node, "the slices stay as they were", &a) < 0)
-		return;
+	r = daemon_assign(&d->dm, node, "the slices stay as they were", &a);
+	if (r < 0)
+		return r;
 	if (write)
 		write_spec(d, node);
 	r = dra_inventory_build(node, d->dm.cfg, a, d->dm.spec.kind, &inv);
-	if (r < 0) {
-		log_error_errno(r, "building the device inventory failed");
-		return;
-	}
+	if (r < 0)
+		return log_error_errno(r, "building the device inventory failed");
 	left_out = inventory_keep_defined(inv, d->spec_on_disk);
 	if (left_out > 0 && write) /* else the same as the last scan's */
 		log_warning("%zu device(s) not published: the CDI spec on disk does not define "
@@ -319,18 +316,18 @@ static void apply(struct dra *d, const struct disc_node *node, bool write)
 			    left_out);
 	dra_inventory_free(d->inv);
 	d->inv = inv;
-	d->dm.first_done = true;
 	if (!write)
-		return; /* the same node and config make the same slices and health */
+		return 0; /* the same node and config make the same slices and health */
 	publish(d);
 	malloc_trim(0);
+	return 0;
 }
 
 /* A scan, the node again (changed false: the inventory points into the previous scan,
  * which goes now), a spec write due again or a new config (daemon.h). */
-static void on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)
+static int on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)
 {
-	apply(userdata, node, changed);
+	return apply(userdata, node, changed);
 }
 
 /* ---- claims: NodePrepareResources ---------------------------------------------------------- */
@@ -362,18 +359,19 @@ static void batch_answer(struct dra *d, struct dra_batch *b, size_t i,
 		log_error("out of memory answering claim %s", dra_batch_claim(b, i)->uid);
 }
 
-static int save_checkpoint(struct dra *d, char *err, size_t errlen)
+/* Logs a failure too: the file lags behind memory until a save succeeds. */
+static int save_checkpoint(struct dra *d, struct rc_error **err)
 {
-	int r = dra_checkpoint_save(d->ckpt, d->plugin_dir, err, errlen);
+	char why[512] = "";
+	int r = dra_checkpoint_save(d->ckpt, d->plugin_dir, why, sizeof(why));
 
+	d->ckpt_dirty = r < 0;
 	if (r < 0) {
-		d->ckpt_dirty = true;
+		rc_error_set(err, r, "%s", why);
 		log_error("saving the checkpoint in %s failed: %s", d->plugin_dir,
-			  err[0] ? err : strerror(-r));
-		return r;
+			  rc_error_msg(err ? *err : NULL, r));
 	}
-	d->ckpt_dirty = false;
-	return 0;
+	return r;
 }
 
 static void log_prepared(struct dra *d, const struct dra_prepared_claim *p)
@@ -390,34 +388,93 @@ static void log_prepared(struct dra *d, const struct dra_prepared_claim *p)
 		   "claim %s/%s prepared: %s", p->namespace, p->name, devices);
 }
 
+/* A refused answer from the API server: the claim fails; true when it did. */
+static bool reply_failed(struct dra_batch *b, size_t i, const struct kube_reply *rep)
+{
+	const struct dra_claim_ref *ref = dra_batch_claim(b, i);
+
+	if (rep->status == 404)
+		batch_fail(b, i, "claim %s/%s not found on the API server", ref->namespace,
+			   ref->name);
+	else if (rep->status == 0)
+		batch_fail(b, i, "getting claim %s/%s from the API server failed: %s",
+			   ref->namespace, ref->name, rep->error ? rep->error : "no answer");
+	else if (rep->status != 200)
+		batch_fail(b, i, "getting claim %s/%s from the API server failed: HTTP %ld%s%s",
+			   ref->namespace, ref->name, rep->status, rep->error ? ": " : "",
+			   rep->error ? rep->error : "");
+	return rep->status != 200;
+}
+
+/* Undoes a claim spec written for a claim that could not be recorded. */
+static void remove_claim_spec(struct dra *d, const char *uid, const char *file)
+{
+	char why[512] = "";
+
+	if (file)
+		(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, file, why, sizeof(why));
+}
+
+/*
+ * A newly prepared claim p (taken) with its spec (NULL: none) on disk and in the
+ * checkpoint, in that order; anything that fails leaves nothing behind. The record in
+ * the checkpoint, or NULL after failing the claim.
+ */
+static const struct dra_prepared_claim *record_claim(struct dra *d, struct dra_batch *b, size_t i,
+						     struct dra_prepared_claim *p, const cJSON *spec)
+{
+	const char *uid = dra_batch_claim(b, i)->uid;
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	_cleanup_free_ char *file = NULL;
+	char why[512] = "";
+	int r;
+
+	if (spec) {
+		char *written = NULL;
+
+		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, uid, spec, &written, why,
+					 sizeof(why));
+		if (r < 0) {
+			dra_prepared_claim_free(p);
+			rc_error_set(&e, r, "%s", why);
+			batch_fail(b, i, "writing the claim's CDI spec failed: %s", rc_error_msg(e, r));
+			return NULL;
+		}
+		free(p->spec_file);
+		p->spec_file = written;
+		file = strdup(written);
+	}
+	r = dra_checkpoint_add(d->ckpt, p); /* takes p, also when it fails */
+	if (r < 0) {
+		remove_claim_spec(d, uid, file);
+		batch_fail(b, i, "recording the claim failed: %s", strerror(-r));
+		return NULL;
+	}
+	r = save_checkpoint(d, &e);
+	if (r < 0) {
+		(void)dra_checkpoint_remove(d->ckpt, uid);
+		remove_claim_spec(d, uid, file);
+		batch_fail(b, i, "saving the checkpoint failed: %s", rc_error_msg(e, r));
+		return NULL;
+	}
+	return dra_checkpoint_find(d->ckpt, uid);
+}
+
 /* The claim's answer from the API server, prepared or refused. */
 static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const struct kube_reply *rep)
 {
 	const struct dra_claim_ref *ref = dra_batch_claim(b, i);
 	_cleanup_(cJSON_Deletep) cJSON *claim = NULL, *spec = NULL;
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	const struct dra_prepared_claim *done;
 	struct dra_result *res = NULL;
 	struct dra_prepared_claim *p = NULL;
-	char *file = NULL;
 	size_t n_res = 0;
-	char err[512] = "";
+	char why[512] = "";
 	int r;
 
-	if (rep->status == 404) {
-		batch_fail(b, i, "claim %s/%s not found on the API server", ref->namespace,
-			   ref->name);
+	if (reply_failed(b, i, rep))
 		return;
-	}
-	if (rep->status == 0) {
-		batch_fail(b, i, "getting claim %s/%s from the API server failed: %s",
-			   ref->namespace, ref->name, rep->error ? rep->error : "no answer");
-		return;
-	}
-	if (rep->status != 200) {
-		batch_fail(b, i, "getting claim %s/%s from the API server failed: HTTP %ld%s%s",
-			   ref->namespace, ref->name, rep->status, rep->error ? ": " : "",
-			   rep->error ? rep->error : "");
-		return;
-	}
 	if (!d->inv) {
 		batch_fail(b, i,
 			   "no device inventory: the last scan or config could not be "
@@ -435,14 +492,15 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		batch_answer(d, b, i, dra_checkpoint_find(d->ckpt, ref->uid));
 		return;
 	}
-	r = dra_claim_results(claim, ref->uid, d->driver, d->node_name, &res, &n_res, err,
-			      sizeof(err));
+	r = dra_claim_results(claim, ref->uid, d->driver, d->node_name, &res, &n_res, why,
+			      sizeof(why));
 	if (r >= 0)
 		r = dra_prepare(d->ckpt, d->inv, d->driver, ref->namespace, ref->name, ref->uid,
-				res, n_res, &p, &spec, err, sizeof(err));
+				res, n_res, &p, &spec, why, sizeof(why));
 	dra_results_free(res, n_res);
 	if (r < 0) {
-		batch_fail(b, i, "%s", err[0] ? err : strerror(-r));
+		rc_error_set(&e, r, "%s", why);
+		batch_fail(b, i, "%s", rc_error_msg(e, r));
 		return;
 	}
 	if (r == 1) { /* prepared meanwhile: p is a copy of the record */
@@ -450,45 +508,11 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		dra_prepared_claim_free(p);
 		return;
 	}
-	if (spec) {
-		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, ref->uid, spec, &file, err,
-					 sizeof(err));
-		if (r < 0) {
-			dra_prepared_claim_free(p);
-			batch_fail(b, i, "writing the claim's CDI spec failed: %s",
-				   err[0] ? err : strerror(-r));
-			return;
-		}
-		free(p->spec_file);
-		p->spec_file = file;
-	}
-	{
-		_cleanup_free_ char *f = file ? strdup(file) : NULL;
-
-		r = dra_checkpoint_add(d->ckpt, p); /* takes p, also when it fails */
-		if (r < 0) {
-			if (f)
-				(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f,
-							    err, sizeof(err));
-			batch_fail(b, i, "recording the claim failed: %s", strerror(-r));
-			return;
-		}
-	}
-	r = save_checkpoint(d, err, sizeof(err));
-	if (r < 0) {
-		char err2[512] = "";
-		_cleanup_free_ char *f = file ? strdup(file) : NULL;
-
-		(void)dra_checkpoint_remove(d->ckpt, ref->uid);
-		if (f)
-			(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f, err2,
-						    sizeof(err2));
-		batch_fail(b, i, "saving the checkpoint failed: %s", err[0] ? err : strerror(-r));
+	done = record_claim(d, b, i, p, spec);
+	if (!done)
 		return;
-	}
-	p = (struct dra_prepared_claim *)dra_checkpoint_find(d->ckpt, ref->uid);
-	log_prepared(d, p);
-	batch_answer(d, b, i, p);
+	log_prepared(d, done);
+	batch_answer(d, b, i, done);
 }
 
 static void prepare_batch_free(struct dra *d, struct prepare_batch *pb)
@@ -582,30 +606,27 @@ static void prepare_batch(struct dra *d, struct dra_batch *b)
 
 /* ---- claims: NodeUnprepareResources -------------------------------------------------------- */
 
-static int unprepare_one(struct dra *d, const char *uid, char *err, size_t errlen)
+static int unprepare_one(struct dra *d, const char *uid, struct rc_error **err)
 {
 	const struct dra_prepared_claim *p = dra_checkpoint_find(d->ckpt, uid);
-	char ns[256], name[256];
+	char ns[256], name[256], why[512] = "";
 	int r;
 
 	if (!p) /* never prepared, or done before: success, once the file agrees */
-		return d->ckpt_dirty ? save_checkpoint(d, err, errlen) : 0;
+		return d->ckpt_dirty ? save_checkpoint(d, err) : 0;
 	/* The spec dir in force: a config that moved it since leaves the file behind. */
-	r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, err, errlen);
-	if (r == -EEXIST) {
+	r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, why, sizeof(why));
+	if (r == -EEXIST)
 		log_warning("claim %s: %s is not a spec of ours, left in place, ignoring", uid,
 			    p->spec_file);
-	} else if (r < 0) {
-		return r;
-	}
+	else if (r < 0)
+		return rc_error_set(err, r, "%s", why);
 	snprintf(ns, sizeof(ns), "%s", p->namespace ? p->namespace : "");
 	snprintf(name, sizeof(name), "%s", p->name ? p->name : "");
 	r = dra_checkpoint_remove(d->ckpt, uid);
-	if (r < 0) {
-		snprintf(err, errlen, "%s", strerror(-r));
-		return r;
-	}
-	r = save_checkpoint(d, err, errlen);
+	if (r < 0)
+		return rc_error_set(err, r, NULL);
+	r = save_checkpoint(d, err);
 	if (r < 0)
 		return r;
 	log_struct(LOG_LVL_INFO, LOG_FIELDS("claim_uid", uid, "claim", name, "namespace", ns),
@@ -617,11 +638,11 @@ static void unprepare_batch(struct dra *d, struct dra_batch *b)
 {
 	for (size_t i = 0; i < dra_batch_n_claims(b); i++) {
 		const struct dra_claim_ref *ref = dra_batch_claim(b, i);
-		char err[512] = "";
-		int r = unprepare_one(d, ref->uid, err, sizeof(err));
+		_cleanup_rc_error_ struct rc_error *e = NULL;
+		int r = unprepare_one(d, ref->uid, &e);
 
 		if (r < 0)
-			batch_fail(b, i, "%s", err[0] ? err : strerror(-r));
+			batch_fail(b, i, "%s", rc_error_msg(e, r));
 		else
 			batch_answer(d, b, i, NULL);
 	}
@@ -671,27 +692,12 @@ static void fail_pending_batches(struct dra *d)
 	}
 }
 
-/* ---- stopping -------------------------------------------------------------------------------- */
-
-/* Stops serving and talking (daemon.h). The slices stay: the kubelet removes them after
- * deregistration. */
-static void stop_serving(void *userdata)
-{
-	struct dra *d = userdata;
-
-	fail_pending_batches(d);
-	dra_service_free(d->svc);
-	d->svc = NULL;
-	dra_publisher_free(d->pub);
-	d->pub = NULL;
-}
-
 /* ---- the config in force ------------------------------------------------------------------- */
 
-static void log_pools(struct dra *d)
+static void log_pools(const struct cfg *c)
 {
-	for (size_t i = 0; i < d->dm.cfg->n_pools; i++) {
-		const struct cfg_pool *p = &d->dm.cfg->pools[i];
+	for (size_t i = 0; i < c->n_pools; i++) {
+		const struct cfg_pool *p = &c->pools[i];
 
 		log_info("pool %s: %s%s", p->resource_name, cfg_mode_to_string(p->mode),
 			 p->nccl_env ? ", ncclEnv" : "");
@@ -699,7 +705,8 @@ static void log_pools(struct dra *d)
 }
 
 /* A new valid config while running (daemon.h): what is published follows at once. */
-static void on_config_adopt(void *userdata, bool spec_moved)
+static int on_reconfigure(void *userdata, const struct cfg *c, bool spec_moved,
+			  struct rc_error **err)
 {
 	struct dra *d = userdata;
 
@@ -709,18 +716,11 @@ static void on_config_adopt(void *userdata, bool spec_moved)
 	}
 	dra_inventory_free(d->inv); /* it points into the old config */
 	d->inv = NULL;
+	log_pools(c);
+	return 0;
 }
 
-static void on_config_applied(void *userdata)
-{
-	struct dra *d = userdata;
-
-	log_info("config %s applied: %zu pool(s)", d->dm.cfg_path, d->dm.cfg->n_pools);
-	log_pools(d);
-}
-
-/* ---- setup ------------------------------------------------------------------------------------
- */
+/* ---- start and stop ---------------------------------------------------------------------------- */
 
 static int setup_dir(const char *what, const char *dir, const char *socket_name)
 {
@@ -790,20 +790,23 @@ static int setup_kube(struct dra *d)
  */
 static int load_checkpoint(struct dra *d)
 {
-	char err[512] = "";
-	int r = dra_checkpoint_load(d->plugin_dir, &d->ckpt, err, sizeof(err));
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	char why[512] = "";
+	int r = dra_checkpoint_load(d->plugin_dir, &d->ckpt, why, sizeof(why));
 
+	if (r < 0)
+		rc_error_set(&e, r, "%s", why);
 	if (r == -EBADMSG)
 		return log_error_errno(r,
 				       "checkpoint %s/%s is corrupt: %s; it is left in place. "
 				       "Move it away to start with no claim prepared (the pods "
 				       "using them lose nothing, but their claim specs in %s "
 				       "stay until removed by hand)",
-				       d->plugin_dir, DRA_CHECKPOINT_NAME,
-				       err[0] ? err : strerror(-r), d->dm.spec_dir);
+				       d->plugin_dir, DRA_CHECKPOINT_NAME, rc_error_msg(e, r),
+				       d->dm.spec_dir);
 	if (r < 0)
 		return log_error_errno(r, "loading the checkpoint %s/%s failed: %s", d->plugin_dir,
-				       DRA_CHECKPOINT_NAME, err[0] ? err : strerror(-r));
+				       DRA_CHECKPOINT_NAME, rc_error_msg(e, r));
 	if (d->ckpt->n_claims > 0)
 		log_info("checkpoint: %zu claim(s) prepared", d->ckpt->n_claims);
 	return 0;
@@ -839,7 +842,9 @@ static void remove_orphan_claim_specs(struct dra *d)
 	}
 }
 
-static int setup(void *userdata)
+/* At start, with the loop and the config (daemon.h): the dirs, the checkpoint, the API
+ * server; the kubelet is served only after the first scan. */
+static int attach(void *userdata)
 {
 	struct dra *d = userdata;
 	int r;
@@ -847,28 +852,22 @@ static int setup(void *userdata)
 	r = setup_dirs(d);
 	if (r < 0)
 		return r;
-	r = daemon_open(&d->dm);
+	r = gc_runtime_new(d->dm.mb, &d->rt);
 	if (r < 0)
-		return r;
-	r = daemon_load_config(&d->dm);
-	if (r < 0)
-		return r;
-	log_pools(d);
+		return log_error_errno(r, "starting gRPC failed");
+	log_pools(d->dm.cfg);
 	r = load_checkpoint(d);
 	if (r < 0)
 		return r;
 	remove_orphan_claim_specs(d);
-	r = setup_kube(d);
-	if (r < 0)
-		return r;
-	return daemon_follow(&d->dm);
+	return setup_kube(d);
 }
 
 /* After the first scan, the kubelet is served: nothing is prepared from nothing. */
-static int start_service(void *userdata)
+static int serve(void *userdata)
 {
 	struct dra *d = userdata;
-	int r = dra_service_start(d->dm.loop, d->dm.mb, d->dm.fw, d->dm.rt,
+	int r = dra_service_start(d->dm.loop, d->dm.mb, d->dm.fw, d->rt,
 				  &(struct dra_service_config){
 				      .driver = d->driver,
 				      .registry_dir = d->registry_dir,
@@ -886,19 +885,31 @@ static int start_service(void *userdata)
 	return 0;
 }
 
-static void teardown_servers(void *userdata)
+/* Stops serving and talking (daemon.h); done once every gRPC instance and call is gone.
+ * The slices stay: the kubelet removes them after deregistration. */
+static bool stop(void *userdata)
 {
 	struct dra *d = userdata;
 
-	stop_serving(d);
-	kube_client_free(d->kube);
-	d->kube = NULL;
+	fail_pending_batches(d);
+	dra_service_free(d->svc);
+	d->svc = NULL;
+	dra_publisher_free(d->pub);
+	d->pub = NULL;
+	return !d->rt || gc_runtime_idle(d->rt);
 }
 
-static void release(void *userdata)
+static bool close_dra(void *userdata)
 {
 	struct dra *d = userdata;
+	bool idle;
 
+	idle = stop(d);
+	kube_client_free(d->kube);
+	d->kube = NULL;
+	gc_runtime_free(d->rt); /* not idle: it leaves what is alive to exit */
+	if (!idle)
+		return false; /* the completion-queue thread may still post */
 	dra_inventory_free(d->inv);
 	dra_checkpoint_free(d->ckpt);
 	kube_config_free(d->kcfg);
@@ -906,6 +917,7 @@ static void release(void *userdata)
 	free(d->health);
 	free(d->plugin_dir);
 	free(d->registry_dir);
+	return true;
 }
 
 static int check_options(const struct dra_options *o)
@@ -922,22 +934,19 @@ static int check_options(const struct dra_options *o)
 	if (!dra_node_name_is_valid(o->node_name))
 		return log_error_errno(-EINVAL, "invalid node name \"%s\": not a DNS subdomain",
 				       o->node_name);
-	if (o->spec.kind && !cdi_kind_is_valid(o->spec.kind))
-		return log_error_errno(-EINVAL, "invalid CDI kind \"%s\"", o->spec.kind);
 	return 0;
 }
 
-int dra_run(const struct dra_options *o)
+int dra_run(const struct daemon_options *dopts, const struct dra_options *o)
 {
 	static const struct daemon_ops ops = {
-	    .setup = setup,
-	    .start = start_service,
+	    .spec_dir = SPEC_DYNAMIC_DIR,
+	    .attach = attach,
+	    .serve = serve,
 	    .apply = on_apply,
-	    .config_adopt = on_config_adopt,
-	    .config_applied = on_config_applied,
-	    .stop = stop_serving,
-	    .close = teardown_servers,
-	    .release = release,
+	    .reconfigure = on_reconfigure,
+	    .stop = stop,
+	    .close = close_dra,
 	};
 	struct dra d = {.o = o};
 	int r;
@@ -948,5 +957,5 @@ int dra_run(const struct dra_options *o)
 	daemon_memory_tune();
 	d.driver = o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER;
 	d.node_name = o->node_name;
-	return daemon_run(&d.dm, &DAEMON_OPTIONS_OF(o, DRA_DEFAULT_RESCAN_SEC), &ops, &d);
+	return daemon_run(&d.dm, dopts, &ops, &d);
 }

@@ -5,10 +5,10 @@
  *
  * Shares with the bridge: discovery and the Sysfs Watcher (discovery/follow.h), the
  * config pools (config/), the spec writer and keeper (specs/), the loop (common/loop.h),
- * the gRPC plumbing (rpc/rpc.h), the daemon core (daemon/daemon.h) and health (disc_node_changes). Adds: the
- * plugin-watcher registration, ResourceSlices through the API server (kube/),
- * NodePrepareResources/NodeUnprepareResources with a checkpoint, one transient CDI spec
- * per claim, and the DRAResourceHealth stream.
+ * the gRPC plumbing (rpc/rpc.h), the daemon runtime (daemon/daemon.h) and health
+ * (disc_node_changes). Adds: the plugin-watcher registration, ResourceSlices through the
+ * API server (kube/), NodePrepareResources/NodeUnprepareResources with a checkpoint, one
+ * transient CDI spec per claim, and the DRAResourceHealth stream.
  */
 #pragma once
 
@@ -16,6 +16,8 @@
 
 #include "discovery.h"
 #include "specs.h"
+
+struct daemon_options;
 
 #define DRA_DEFAULT_DRIVER "rdma.example"
 #define DRA_DEFAULT_REGISTRY_DIR "/var/lib/kubelet/plugins_registry"
@@ -25,7 +27,8 @@
 #define DRA_CLAIM_KIND_CLASS "claim" /* per-claim specs: kind "<driver>/claim" */
 #define DRA_DRIVER_NAME_MAX 63	     /* spec.driver of a ResourceSlice */
 
-/* Flags override the config file, as for the bridge (bridge.h). */
+/* The DRA driver's own options; what every daemon takes (the node, the spec, the config,
+ * the rescan) is struct daemon_options (daemon.h). Flags override the config file. */
 struct dra_options {
 	const char *driver_name;  /* NULL = DRA_DEFAULT_DRIVER */
 	const char *node_name;	  /* required (the CLI takes $NODE_NAME) */
@@ -33,12 +36,6 @@ struct dra_options {
 	const char *plugin_dir;	  /* NULL = DRA_DEFAULT_PLUGIN_ROOT/<driver> */
 	const char *kubeconfig;	  /* NULL = in-cluster */
 	const char *sa_dir;	  /* in-cluster credentials; NULL = KUBE_SA_DIR (tests) */
-	struct disc_options disc;
-	struct spec_options spec; /* kind, memlock NULL and with_mad false: the file's */
-	const char *spec_dir;	  /* NULL: the file's specDir, else SPEC_DYNAMIC_DIR */
-	const char *config_path;  /* as bridge_options */
-	bool config_explicit;
-	int rescan_interval; /* as bridge_options */
 };
 
 /* A driver name: a DNS subdomain of at most DRA_DRIVER_NAME_MAX characters. */
@@ -53,4 +50,4 @@ bool dra_node_name_is_valid(const char *name);
  * The plugin and registry dirs are created 0750 when missing. Logs one line per event.
  * Returns with SIGTERM, SIGINT and SIGHUP blocked.
  */
-int dra_run(const struct dra_options *opts);
+int dra_run(const struct daemon_options *dopts, const struct dra_options *opts);

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """`rdma-cdi generate --watch`: the spec follows hotplug and renames, health changes are
-logged, a blocked spec dir is retried, systemd hears READY=1, SIGTERM exits 0."""
+logged, a blocked spec dir is retried, systemd hears READY=1, SIGTERM exits 0; the config
+file is followed live (a valid edit applied, an invalid one refused in one line with the
+previous config staying in force)."""
 
 import argparse
 import json
@@ -45,6 +47,7 @@ def main():
     work = tempfile.mkdtemp(prefix="rdma-cdi-watch-")
     try:
         run(args, work)
+        run_reload(args, os.path.join(work, "reload"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return tap.done()
@@ -138,6 +141,68 @@ def run(args, work):
     tap.ok(rc == 0, "SIGTERM: exit 0 (%s)" % rc, text())
     tap.ok(not [f for f in os.listdir(spec_dir) if f.startswith(".")],
            "no temporary file left in the spec dir", os.listdir(spec_dir))
+
+
+def edit(path, text):
+    """An editor's save: the new file renamed over the old one."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+
+
+def has_mad(path):
+    try:
+        with open(path) as f:
+            return "/dev/infiniband/umad" in f.read()
+    except OSError:
+        return None
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    try:
+        return p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return None
+
+
+def run_reload(args, work):
+    sysfs, dev, spec_dir = (os.path.join(work, d) for d in ("sys", "dev", "cdi"))
+    subprocess.run([PY, args.mksysfs, "build", "dgx", sysfs], check=True)
+    subprocess.run([PY, args.mksysfs, "mkdev", sysfs, dev], check=True)
+    cfg = os.path.join(work, "config.yaml")
+    edit(cfg, "withMad: false\n")
+    spec = os.path.join(spec_dir, "rdma.example-hca.json")
+    log_path = os.path.join(work, "log")
+    log = open(log_path, "w")
+    p = subprocess.Popen([args.rdma_cdi, "generate", "--watch", "--sysfs-root", sysfs,
+                          "--dev-root", dev, "--spec-dir", spec_dir, "--config", cfg,
+                          "--rescan-interval", "0"],
+                         stdout=log, stderr=subprocess.STDOUT)
+    text = lambda: open(log_path).read()  # noqa: E731
+    try:
+        tap.ok(wait(lambda: has_mad(spec) is False, 5), "reload: the spec of the config at start",
+               text())
+        edit(cfg, "withMad: true\n")
+        tap.ok(wait(lambda: has_mad(spec), 5) and p.poll() is None,
+               "a valid config edit is applied at once: the spec gains the umad nodes", text())
+        edit(cfg, "withMad: maybe\n")
+        tap.ok(wait(lambda: "rejected, the previous config stays in force" in text(), 5),
+               "an invalid config edit is refused", text())
+        line = [x for x in text().splitlines() if "rejected" in x]
+        tap.ok(len(line) == 1 and "config.yaml:1:" in line[0] and "withMad" in line[0],
+               "in one line naming file, line, column and key", line)
+        os.kill(p.pid, signal.SIGHUP)  # a rewrite now would use the config in force
+        time.sleep(0.5)
+        tap.ok(has_mad(spec) and p.poll() is None,
+               "the previous config stays in force, the watch keeps running", text())
+        edit(cfg, "withMad: false\n")
+        tap.ok(wait(lambda: has_mad(spec) is False, 5),
+               "the next valid edit is applied again", text())
+    finally:
+        rc = stop(p)
+    tap.ok(rc == 0, "SIGTERM after the reloads: exit 0 (%s)" % rc, text())
 
 
 if __name__ == "__main__":
