@@ -606,12 +606,11 @@ static int setup(void *userdata)
 	if (r < 0)
 		return r;
 	if (o->metrics_address) {
-		char err[256] = "";
+		_cleanup_rc_error_ struct rc_error *err = NULL;
 
-		r = dp_metrics_new(o->metrics_address, RDMA_CDI_VERSION, &b->metrics, err,
-				   sizeof(err));
+		r = dp_metrics_new(o->metrics_address, RDMA_CDI_VERSION, &b->metrics, &err);
 		if (r < 0) {
-			log_error("--metrics-address: %s", err[0] ? err : strerror(-r));
+			log_error("--metrics-address: %s", rc_error_msg(err, r));
 			return r;
 		}
 		log_info("serving metrics on http://%s%s", dp_metrics_address(b->metrics),
