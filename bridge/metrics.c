@@ -514,10 +514,11 @@ int dp_metrics_parse_address(const char *s, struct sockaddr_storage *ret, sockle
 	if (make_sockaddr(host, s[0] == '[', (uint16_t)p, ret, ret_len) == 0)
 		return 0;
 bad:
-	return rc_error_set(err, -EINVAL,
-			    "\"%.*s\": expected a numeric IPv4:PORT or [IPv6]:PORT (127.0.0.1:9400, "
-			    "[::1]:9400, 0.0.0.0:9400 for every interface)",
-			    ADDRESS_MAX, s);
+	return rc_error_set(
+	    err, -EINVAL,
+	    "\"%.*s\": expected a numeric IPv4:PORT or [IPv6]:PORT (127.0.0.1:9400, "
+	    "[::1]:9400, 0.0.0.0:9400 for every interface)",
+	    ADDRESS_MAX, s);
 }
 
 static void format_address(const struct sockaddr_storage *ss, char *buf, size_t size)

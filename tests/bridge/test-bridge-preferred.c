@@ -199,7 +199,8 @@ static void test_container_cap(const struct dp_table *t)
 	req.n_container_requests = DP_CONTAINERS_MAX + 1;
 	ok(dp_preferred_allocation(t, &req, &resp, &err) == -EINVAL &&
 	       strstr(rc_error_msg(err, -EINVAL), "at most 256"),
-	   "%d container requests: -EINVAL (%s)", DP_CONTAINERS_MAX + 1, rc_error_msg(err, -EINVAL));
+	   "%d container requests: -EINVAL (%s)", DP_CONTAINERS_MAX + 1,
+	   rc_error_msg(err, -EINVAL));
 }
 
 static void test_dgx(void)

@@ -49,13 +49,6 @@ static struct dp_table *table_build(const struct table_kind *k)
 	return t;
 }
 
-/* The error contract: a failure sets one short line with its code. */
-static void check_error(const struct rc_error *err, int r)
-{
-	fuzz_assert(err && err->code == -r && err->msg[0] && strlen(err->msg) < 512 &&
-		    !strchr(err->msg, '\n'));
-}
-
 static void check_allocate(const struct dp_table *t, const uint8_t *data, size_t size)
 {
 	V1beta1__AllocateRequest *req;
@@ -70,7 +63,7 @@ static void check_allocate(const struct dp_table *t, const uint8_t *data, size_t
 	if (r < 0) {
 		fuzz_assert(r == -EINVAL || r == -ENOMEM);
 		fuzz_assert(!resp);
-		check_error(err, r);
+		fuzz_assert_error(err, r);
 	} else {
 		fuzz_assert(!err);
 		size_t ids = 0;
@@ -103,7 +96,7 @@ static void check_preferred(const struct dp_table *t, const uint8_t *data, size_
 	r = dp_preferred_allocation(t, req, &resp, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EINVAL || r == -ENOMEM);
-		check_error(err, r);
+		fuzz_assert_error(err, r);
 		protobuf_c_message_free_unpacked(&req->base, NULL);
 		return;
 	}
