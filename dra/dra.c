@@ -401,14 +401,14 @@ static void batch_answer(struct dra *d, struct dra_batch *b, size_t i,
 		log_error("out of memory answering claim %s", dra_batch_claim(b, i)->uid);
 }
 
-static int save_checkpoint(struct dra *d, char *err, size_t errlen)
+static int save_checkpoint(struct dra *d, struct rc_error **err)
 {
-	int r = dra_checkpoint_save(d->ckpt, d->plugin_dir, err, errlen);
+	int r = dra_checkpoint_save(d->ckpt, d->plugin_dir, err);
 
 	if (r < 0) {
 		d->ckpt_dirty = true;
 		log_error("saving the checkpoint in %s failed: %s", d->plugin_dir,
-			  err[0] ? err : strerror(-r));
+			  rc_error_msg(err ? *err : NULL, r));
 		return r;
 	}
 	d->ckpt_dirty = false;
@@ -436,9 +436,9 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 	_cleanup_(cJSON_Deletep) cJSON *claim = NULL, *spec = NULL;
 	struct dra_result *res = NULL;
 	struct dra_prepared_claim *p = NULL;
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	char *file = NULL;
 	size_t n_res = 0;
-	char err[512] = "";
 	int r;
 
 	if (rep->status == 404) {
@@ -474,14 +474,20 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		batch_answer(d, b, i, dra_checkpoint_find(d->ckpt, ref->uid));
 		return;
 	}
-	r = dra_claim_results(claim, ref->uid, d->driver, d->node_name, &res, &n_res, err,
-			      sizeof(err));
+	r = dra_claim_results(claim, ref->uid, d->driver, d->node_name, &res, &n_res, &err);
 	if (r >= 0)
-		r = dra_prepare(d->ckpt, d->inv, d->driver, ref->namespace, ref->name, ref->uid,
-				res, n_res, &p, &spec, err, sizeof(err));
+		r = dra_prepare(&(struct dra_prepare_input){.ckpt = d->ckpt,
+							    .inv = d->inv,
+							    .driver = d->driver,
+							    .namespace = ref->namespace,
+							    .name = ref->name,
+							    .uid = ref->uid,
+							    .results = res,
+							    .n_results = n_res},
+				&p, &spec, &err);
 	dra_results_free(res, n_res);
 	if (r < 0) {
-		batch_fail(b, i, "%s", err[0] ? err : strerror(-r));
+		batch_fail(b, i, "%s", rc_error_msg(err, r));
 		return;
 	}
 	if (r == 1) { /* prepared meanwhile: p is a copy of the record */
@@ -490,12 +496,11 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		return;
 	}
 	if (spec) {
-		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, ref->uid, spec, &file, err,
-					 sizeof(err));
+		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, ref->uid, spec, &file, &err);
 		if (r < 0) {
 			dra_prepared_claim_free(p);
 			batch_fail(b, i, "writing the claim's CDI spec failed: %s",
-				   err[0] ? err : strerror(-r));
+				   rc_error_msg(err, r));
 			return;
 		}
 		free(p->spec_file);
@@ -508,21 +513,19 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		if (r < 0) {
 			if (f)
 				(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f,
-							    err, sizeof(err));
+							    NULL);
 			batch_fail(b, i, "recording the claim failed: %s", strerror(-r));
 			return;
 		}
 	}
-	r = save_checkpoint(d, err, sizeof(err));
+	r = save_checkpoint(d, &err);
 	if (r < 0) {
-		char err2[512] = "";
 		_cleanup_free_ char *f = file ? strdup(file) : NULL;
 
 		(void)dra_checkpoint_remove(d->ckpt, ref->uid);
 		if (f)
-			(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f, err2,
-						    sizeof(err2));
-		batch_fail(b, i, "saving the checkpoint failed: %s", err[0] ? err : strerror(-r));
+			(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, ref->uid, f, NULL);
+		batch_fail(b, i, "saving the checkpoint failed: %s", rc_error_msg(err, r));
 		return;
 	}
 	p = (struct dra_prepared_claim *)dra_checkpoint_find(d->ckpt, ref->uid);
@@ -621,30 +624,31 @@ static void prepare_batch(struct dra *d, struct dra_batch *b)
 
 /* ---- claims: NodeUnprepareResources -------------------------------------------------------- */
 
-static int unprepare_one(struct dra *d, const char *uid, char *err, size_t errlen)
+static int unprepare_one(struct dra *d, const char *uid, struct rc_error **err)
 {
 	const struct dra_prepared_claim *p = dra_checkpoint_find(d->ckpt, uid);
+	_cleanup_rc_error_ struct rc_error *spec_err = NULL;
 	char ns[256], name[256];
 	int r;
 
 	if (!p) /* never prepared, or done before: success, once the file agrees */
-		return d->ckpt_dirty ? save_checkpoint(d, err, errlen) : 0;
+		return d->ckpt_dirty ? save_checkpoint(d, err) : 0;
 	/* The spec dir in force: a config that moved it since leaves the file behind. */
-	r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, err, errlen);
+	r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, &spec_err);
 	if (r == -EEXIST) {
 		log_warning("claim %s: %s is not a spec of ours, left in place, ignoring", uid,
 			    p->spec_file);
 	} else if (r < 0) {
+		if (err)
+			*err = TAKE_PTR(spec_err);
 		return r;
 	}
 	snprintf(ns, sizeof(ns), "%s", p->namespace ? p->namespace : "");
 	snprintf(name, sizeof(name), "%s", p->name ? p->name : "");
 	r = dra_checkpoint_remove(d->ckpt, uid);
-	if (r < 0) {
-		snprintf(err, errlen, "%s", strerror(-r));
+	if (r < 0)
 		return r;
-	}
-	r = save_checkpoint(d, err, errlen);
+	r = save_checkpoint(d, err);
 	if (r < 0)
 		return r;
 	log_struct(LOG_LVL_INFO, LOG_FIELDS("claim_uid", uid, "claim", name, "namespace", ns),
@@ -656,11 +660,11 @@ static void unprepare_batch(struct dra *d, struct dra_batch *b)
 {
 	for (size_t i = 0; i < dra_batch_n_claims(b); i++) {
 		const struct dra_claim_ref *ref = dra_batch_claim(b, i);
-		char err[512] = "";
-		int r = unprepare_one(d, ref->uid, err, sizeof(err));
+		_cleanup_rc_error_ struct rc_error *err = NULL;
+		int r = unprepare_one(d, ref->uid, &err);
 
 		if (r < 0)
-			batch_fail(b, i, "%s", err[0] ? err : strerror(-r));
+			batch_fail(b, i, "%s", rc_error_msg(err, r));
 		else
 			batch_answer(d, b, i, NULL);
 	}
@@ -829,8 +833,8 @@ static int setup_kube(struct dra *d)
  */
 static int load_checkpoint(struct dra *d)
 {
-	char err[512] = "";
-	int r = dra_checkpoint_load(d->plugin_dir, &d->ckpt, err, sizeof(err));
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	int r = dra_checkpoint_load(d->plugin_dir, &d->ckpt, &err);
 
 	if (r == -EBADMSG)
 		return log_error_errno(r,
@@ -838,11 +842,11 @@ static int load_checkpoint(struct dra *d)
 				       "Move it away to start with no claim prepared (the pods "
 				       "using them lose nothing, but their claim specs in %s "
 				       "stay until removed by hand)",
-				       d->plugin_dir, DRA_CHECKPOINT_NAME,
-				       err[0] ? err : strerror(-r), d->dm.spec_dir);
+				       d->plugin_dir, DRA_CHECKPOINT_NAME, rc_error_msg(err, r),
+				       d->dm.spec_dir);
 	if (r < 0)
 		return log_error_errno(r, "loading the checkpoint %s/%s failed: %s", d->plugin_dir,
-				       DRA_CHECKPOINT_NAME, err[0] ? err : strerror(-r));
+				       DRA_CHECKPOINT_NAME, rc_error_msg(err, r));
 	if (d->ckpt->n_claims > 0)
 		log_info("checkpoint: %zu claim(s) prepared", d->ckpt->n_claims);
 	return 0;
@@ -862,7 +866,7 @@ static void remove_orphan_claim_specs(struct dra *d)
 		return;
 	while ((de = readdir(dir))) {
 		size_t pl = strlen(prefix), l = strlen(de->d_name);
-		char uid[256], err[512] = "";
+		char uid[256];
 
 		if (l <= pl + 5 || strncmp(de->d_name, prefix, pl) != 0 ||
 		    strcmp(de->d_name + l - 5, ".json") != 0 || l - pl - 5 >= sizeof(uid))
@@ -871,8 +875,7 @@ static void remove_orphan_claim_specs(struct dra *d)
 		uid[l - pl - 5] = '\0';
 		if (dra_checkpoint_find(d->ckpt, uid))
 			continue;
-		if (dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, de->d_name, err,
-					  sizeof(err)) > 0)
+		if (dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, de->d_name, NULL) > 0)
 			log_info("removed %s/%s: a claim spec no checkpoint entry holds",
 				 d->dm.spec_dir, de->d_name);
 	}

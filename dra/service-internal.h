@@ -28,11 +28,11 @@ struct dra_request {
  * DRA_CLAIMS_PER_CALL_MAX (counted on the wire before anything is unpacked), uid
  * non-empty, at most DRA_UID_MAX chars of [A-Za-z0-9_.:-], namespace a DNS label, name a
  * DNS subdomain, no string holding a NUL byte. -EBADMSG (not a message), -E2BIG (too
- * many claims), -EINVAL (a bad claim) with one line in err naming the claim; -ENOMEM.
+ * many claims), -EINVAL (a bad claim) with one line in *err naming the claim; -ENOMEM.
  * *ret written only on success. Never logs.
  */
-int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret, char *err,
-		       size_t errlen);
+int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret,
+		       struct rc_error **err);
 void dra_request_free(struct dra_request *r);
 
 /*
