@@ -301,11 +301,24 @@ struct cand {
 	bool healthy;
 };
 
-/* Per-HCA counters reused across container requests: valid where mark == the request's. */
-struct hca_marks {
-	uint32_t *mark;
-	unsigned *count;
+/* What the container requests of one call share: marks valid where they equal the current
+ * request's mark (its index + 1), so nothing is cleared between requests. */
+struct pref_marks {
+	uint32_t *id;	 /* per ID: taken by this request */
+	uint32_t *hca;	 /* per HCA: count is this request's */
+	unsigned *count; /* per HCA: its slots ranked so far */
+	uint32_t mark;
 };
+
+/* The count of HCA hi's slots ranked so far in this request. */
+static unsigned *slots_of(struct pref_marks *pm, size_t hi)
+{
+	if (pm->hca[hi] != pm->mark) {
+		pm->hca[hi] = pm->mark;
+		pm->count[hi] = 0;
+	}
+	return &pm->count[hi];
+}
 
 static int cmp_cand(const void *a, const void *b)
 {
@@ -442,7 +455,7 @@ static int push_id(const struct dp_table *t, size_t id,
 
 /* Link layer, slot round, NUMA match and switch depth of every candidate. */
 static int rank_candidates(const struct dp_table *t, const size_t *must, size_t n_must,
-			   struct cand *cand, size_t n_cand, struct hca_marks *hm, uint32_t mark)
+			   struct cand *cand, size_t n_cand, struct pref_marks *pm)
 {
 	_cleanup_free_ uint64_t *keys = malloc(n_must * DP_PATH_DEPTH_MAX * sizeof(*keys));
 	_cleanup_free_ int *numa = malloc(n_must * sizeof(*numa));
@@ -454,14 +467,9 @@ static int rank_candidates(const struct dp_table *t, const size_t *must, size_t 
 	/* The must-include set's link layers, slots per HCA, NUMA nodes and path prefixes. */
 	for (size_t i = 0; i < n_must; i++) {
 		const struct dp_hca *h = hca_of(t, must[i]);
-		size_t hi = t->ids[must[i]].hca;
 
 		links |= 1u << h->link;
-		if (hm->mark[hi] != mark) {
-			hm->mark[hi] = mark;
-			hm->count[hi] = 0;
-		}
-		hm->count[hi]++;
+		(*slots_of(pm, t->ids[must[i]].hca))++;
 		if (h->numa_node >= 0)
 			numa[n_numa++] = h->numa_node;
 		for (unsigned d = 0; d < h->depth; d++)
@@ -473,13 +481,8 @@ static int rank_candidates(const struct dp_table *t, const size_t *must, size_t 
 	/* cand is in table order: an HCA's free slots get rounds after its must-include ones. */
 	for (size_t i = 0; i < n_cand; i++) {
 		const struct dp_hca *h = hca_of(t, cand[i].id);
-		size_t hi = t->ids[cand[i].id].hca;
 
-		if (hm->mark[hi] != mark) {
-			hm->mark[hi] = mark;
-			hm->count[hi] = 0;
-		}
-		cand[i].round = hm->count[hi]++;
+		cand[i].round = (*slots_of(pm, t->ids[cand[i].id].hca))++;
 		cand[i].link_match = links & (1u << h->link);
 		cand[i].numa_match = h->numa_node >= 0 &&
 				     bsearch(&h->numa_node, numa, n_numa, sizeof(*numa), cmp_int);
@@ -512,8 +515,7 @@ static int take_anchor(const struct dp_table *t, size_t *must, size_t *n_must, s
 }
 
 static int prefer_one(const struct dp_table *t,
-		      const V1beta1__ContainerPreferredAllocationRequest *q, uint32_t *id_mark,
-		      struct hca_marks *hm, uint32_t mark,
+		      const V1beta1__ContainerPreferredAllocationRequest *q, struct pref_marks *pm,
 		      V1beta1__ContainerPreferredAllocationResponse *out)
 {
 	size_t n_must = 0, n_cand = 0, want, cap;
@@ -529,16 +531,16 @@ static int prefer_one(const struct dp_table *t,
 	for (size_t i = 0; i < q->n_must_include_deviceids; i++) {
 		long idx = dp_table_find(t, q->must_include_deviceids[i]);
 
-		if (idx >= 0 && id_mark[idx] != mark) {
-			id_mark[idx] = mark;
+		if (idx >= 0 && pm->id[idx] != pm->mark) {
+			pm->id[idx] = pm->mark;
 			must[n_must++] = (size_t)idx;
 		}
 	}
 	for (size_t i = 0; i < q->n_available_deviceids; i++) {
 		long idx = dp_table_find(t, q->available_deviceids[i]);
 
-		if (idx >= 0 && id_mark[idx] != mark) {
-			id_mark[idx] = mark;
+		if (idx >= 0 && pm->id[idx] != pm->mark) {
+			pm->id[idx] = pm->mark;
 			cand[n_cand++] =
 			    (struct cand){.id = (size_t)idx, .healthy = hca_of(t, idx)->healthy};
 		}
@@ -566,7 +568,7 @@ static int prefer_one(const struct dp_table *t,
 			return 0;
 	}
 
-	r = rank_candidates(t, must, n_must, cand, n_cand, hm, mark);
+	r = rank_candidates(t, must, n_must, cand, n_cand, pm);
 	if (r < 0)
 		return r;
 	qsort(cand, n_cand, sizeof(*cand), cmp_cand);
@@ -583,7 +585,7 @@ int dp_preferred_allocation(const struct dp_table *t,
 	_cleanup_free_ uint32_t *id_mark = NULL, *hca_mark = NULL;
 	_cleanup_free_ unsigned *hca_count = NULL;
 	V1beta1__PreferredAllocationResponse *resp = NULL;
-	struct hca_marks hm;
+	struct pref_marks pm;
 	int r = -ENOMEM;
 
 	/* Each container request gets a response, even an empty one: bound their number. */
@@ -598,7 +600,7 @@ int dp_preferred_allocation(const struct dp_table *t,
 		free(resp);
 		return rc_error_set(err, -ENOMEM, "out of memory");
 	}
-	hm = (struct hca_marks){.mark = hca_mark, .count = hca_count};
+	pm = (struct pref_marks){.id = id_mark, .hca = hca_mark, .count = hca_count};
 	v1beta1__preferred_allocation_response__init(resp);
 	resp->container_responses =
 	    calloc(req->n_container_requests ? req->n_container_requests : 1,
@@ -614,7 +616,8 @@ int dp_preferred_allocation(const struct dp_table *t,
 		resp->container_responses[resp->n_container_responses++] = o;
 		if (!req->container_requests[c])
 			continue;
-		r = prefer_one(t, req->container_requests[c], id_mark, &hm, (uint32_t)c + 1, o);
+		pm.mark = (uint32_t)c + 1;
+		r = prefer_one(t, req->container_requests[c], &pm, o);
 		if (r < 0)
 			goto fail;
 	}
