@@ -92,6 +92,68 @@ static int add_device_spec(V1beta1__ContainerAllocateResponse *c, const char *de
 	return 0;
 }
 
+static int add_cdi_devices(const struct dp_table *t, const size_t *sel, size_t n,
+			   V1beta1__ContainerAllocateResponse *c)
+{
+	c->cdi_devices = calloc(n, sizeof(*c->cdi_devices));
+	if (!c->cdi_devices)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		V1beta1__CDIDevice *d = malloc(sizeof(*d));
+
+		if (!d)
+			return -ENOMEM;
+		v1beta1__cdidevice__init(d);
+		c->cdi_devices[c->n_cdi_devices++] = d;
+		d->name = strdup(t->hcas[sel[i]].qualified);
+		if (!d->name)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int add_annotation(const struct dp_table *t, const V1beta1__ContainerAllocateRequest *creq,
+			  const size_t *sel, size_t n, V1beta1__ContainerAllocateResponse *c)
+{
+	char suffix[DP_ANNOTATION_SUFFIX_MAX + 1];
+
+	dp_annotation_suffix(creq->devices_ids, creq->n_devices_ids, suffix);
+	/* The map entry types of envs and annotations are identical in layout. */
+	c->annotations = calloc(1, sizeof(*c->annotations));
+	if (!c->annotations)
+		return -ENOMEM;
+	c->annotations[0] = (V1beta1__ContainerAllocateResponse__AnnotationsEntry *)new_entry(
+	    strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix), join(t, sel, n, JOIN_QUALIFIED, ""));
+	if (!c->annotations[0])
+		return -ENOMEM;
+	c->annotations[0]->base.descriptor =
+	    &v1beta1__container_allocate_response__annotations_entry__descriptor;
+	c->n_annotations = 1;
+	return 0;
+}
+
+static int add_device_specs(const struct dp_table *t, const size_t *sel, size_t n,
+			    V1beta1__ContainerAllocateResponse *c)
+{
+	size_t total = t->has_rdma_cm ? 1 : 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += t->hcas[sel[i]].n_nodes;
+	c->devices = calloc(total ? total : 1, sizeof(*c->devices));
+	if (!c->devices)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct dp_hca *h = &t->hcas[sel[i]];
+
+		for (size_t k = 0; k < h->n_nodes; k++)
+			if (add_device_spec(c, t->dev_root, h->nodes[k]) < 0)
+				return -ENOMEM;
+	}
+	if (t->has_rdma_cm && add_device_spec(c, t->dev_root, "rdma_cm") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllocateRequest *creq,
 			  const size_t *sel, size_t n, V1beta1__ContainerAllocateResponse *c)
 {
@@ -104,61 +166,13 @@ static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllo
 	if (t->nccl_env && (add_env(c, DP_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
 			    add_env(c, DP_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
 		return -ENOMEM;
-
-	if (t->strategies & BRIDGE_STRATEGY_CDI_CRI) {
-		c->cdi_devices = calloc(n, sizeof(*c->cdi_devices));
-		if (!c->cdi_devices)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++) {
-			V1beta1__CDIDevice *d = malloc(sizeof(*d));
-
-			if (!d)
-				return -ENOMEM;
-			v1beta1__cdidevice__init(d);
-			c->cdi_devices[c->n_cdi_devices++] = d;
-			d->name = strdup(t->hcas[sel[i]].qualified);
-			if (!d->name)
-				return -ENOMEM;
-		}
-	}
-
-	if (t->strategies & BRIDGE_STRATEGY_CDI_ANNOTATIONS) {
-		char suffix[DP_ANNOTATION_SUFFIX_MAX + 1];
-
-		dp_annotation_suffix(creq->devices_ids, creq->n_devices_ids, suffix);
-		/* The map entry types of envs and annotations are identical in layout. */
-		c->annotations = calloc(1, sizeof(*c->annotations));
-		if (!c->annotations)
-			return -ENOMEM;
-		c->annotations[0] =
-		    (V1beta1__ContainerAllocateResponse__AnnotationsEntry *)new_entry(
-			strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix),
-			join(t, sel, n, JOIN_QUALIFIED, ""));
-		if (!c->annotations[0])
-			return -ENOMEM;
-		c->annotations[0]->base.descriptor =
-		    &v1beta1__container_allocate_response__annotations_entry__descriptor;
-		c->n_annotations = 1;
-	}
-
-	if (t->strategies & BRIDGE_STRATEGY_DEVICE_SPECS) {
-		size_t total = t->has_rdma_cm ? 1 : 0;
-
-		for (size_t i = 0; i < n; i++)
-			total += t->hcas[sel[i]].n_nodes;
-		c->devices = calloc(total ? total : 1, sizeof(*c->devices));
-		if (!c->devices)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++) {
-			const struct dp_hca *h = &t->hcas[sel[i]];
-
-			for (size_t k = 0; k < h->n_nodes; k++)
-				if (add_device_spec(c, t->dev_root, h->nodes[k]) < 0)
-					return -ENOMEM;
-		}
-		if (t->has_rdma_cm && add_device_spec(c, t->dev_root, "rdma_cm") < 0)
-			return -ENOMEM;
-	}
+	if ((t->strategies & BRIDGE_STRATEGY_CDI_CRI) && add_cdi_devices(t, sel, n, c) < 0)
+		return -ENOMEM;
+	if ((t->strategies & BRIDGE_STRATEGY_CDI_ANNOTATIONS) &&
+	    add_annotation(t, creq, sel, n, c) < 0)
+		return -ENOMEM;
+	if ((t->strategies & BRIDGE_STRATEGY_DEVICE_SPECS) && add_device_specs(t, sel, n, c) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -169,28 +183,79 @@ static int cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* What the container requests of one Allocate call share; a mark is valid where it equals
+ * the current container request's (its index + 1). */
+struct alloc_state {
+	uint32_t *id_mark;  /* per ID: named by this container request */
+	uint32_t *hca_mark; /* per HCA: selected for this container request */
+	size_t *sel;	    /* the HCAs of this container request */
+	size_t total;	    /* IDs named so far over all container requests */
+};
+
+/* Checks every ID of container request c and puts its HCAs, each once, into st->sel in
+ * table order (the same set always gives the same response). */
+static int select_hcas(const struct dp_table *t, const V1beta1__ContainerAllocateRequest *creq,
+		       size_t c, struct alloc_state *st, size_t *ret_n, struct rc_error **err)
+{
+	uint32_t mark = (uint32_t)c + 1;
+	size_t n_sel = 0;
+	char buf[80];
+
+	if (!creq || creq->n_devices_ids == 0)
+		return rc_error_set(err, -EINVAL, "container request %zu has no device IDs", c);
+	for (size_t i = 0; i < creq->n_devices_ids; i++) {
+		long idx = dp_table_find(t, creq->devices_ids[i]);
+		const struct dp_hca *h;
+
+		if (idx < 0)
+			return rc_error_set(err, -EINVAL, "unknown device ID \"%s\"",
+					    dp_sanitize(creq->devices_ids[i], buf, sizeof(buf)));
+		if (st->id_mark[idx] == mark)
+			return rc_error_set(err, -EINVAL, "duplicate device ID \"%s\"",
+					    t->ids[idx].id);
+		st->id_mark[idx] = mark;
+		/* The response grows with the IDs of all containers together: no more than the
+		 * node has, or a valid ID repeated in 100,000 container requests would answer
+		 * with 100,000 copies of everything. */
+		if (++st->total > t->n_ids)
+			return rc_error_set(err, -EINVAL,
+					    "request names more than the %zu device IDs advertised",
+					    t->n_ids);
+		h = &t->hcas[t->ids[idx].hca];
+		if (!h->healthy)
+			return rc_error_set(err, -EINVAL, "device ID \"%s\" (%s) is unhealthy",
+					    t->ids[idx].id, h->name);
+		/* Shared mode: several IDs of one HCA still mean that HCA once. */
+		if (st->hca_mark[t->ids[idx].hca] != mark) {
+			st->hca_mark[t->ids[idx].hca] = mark;
+			st->sel[n_sel++] = t->ids[idx].hca;
+		}
+	}
+	qsort(st->sel, n_sel, sizeof(*st->sel), cmp_size);
+	*ret_n = n_sel;
+	return 0;
+}
+
 int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
-		V1beta1__AllocateResponse **ret, char *err, size_t errlen)
+		V1beta1__AllocateResponse **ret, struct rc_error **err)
 {
 	_cleanup_free_ uint32_t *id_mark = NULL, *hca_mark = NULL;
 	_cleanup_free_ size_t *sel = NULL;
 	V1beta1__AllocateResponse *resp = NULL;
-	size_t total = 0;
-	char buf[80];
+	struct alloc_state st;
 	int r = -ENOMEM;
 
-	if (req->n_container_requests == 0) {
-		snprintf(err, errlen, "empty AllocateRequest: no container requests");
-		return -EINVAL;
-	}
+	if (req->n_container_requests == 0)
+		return rc_error_set(err, -EINVAL, "empty AllocateRequest: no container requests");
 	id_mark = calloc(t->n_ids ? t->n_ids : 1, sizeof(*id_mark));
 	hca_mark = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*hca_mark));
 	sel = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*sel));
 	resp = malloc(sizeof(*resp));
 	if (!id_mark || !hca_mark || !sel || !resp) {
 		free(resp);
-		return -ENOMEM;
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	}
+	st = (struct alloc_state){.id_mark = id_mark, .hca_mark = hca_mark, .sel = sel};
 	v1beta1__allocate_response__init(resp);
 	resp->container_responses =
 	    calloc(req->n_container_requests, sizeof(*resp->container_responses));
@@ -199,59 +264,13 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 
 	for (size_t c = 0; c < req->n_container_requests; c++) {
 		const V1beta1__ContainerAllocateRequest *creq = req->container_requests[c];
-		uint32_t mark = (uint32_t)c + 1;
 		V1beta1__ContainerAllocateResponse *cresp;
 		size_t n_sel = 0;
 
-		if (!creq || creq->n_devices_ids == 0) {
-			snprintf(err, errlen, "container request %zu has no device IDs", c);
-			r = -EINVAL;
+		r = select_hcas(t, creq, c, &st, &n_sel, err);
+		if (r < 0)
 			goto fail;
-		}
-		for (size_t i = 0; i < creq->n_devices_ids; i++) {
-			const char *id = creq->devices_ids[i];
-			long idx = dp_table_find(t, id);
-			const struct dp_hca *h;
-
-			if (idx < 0) {
-				snprintf(err, errlen, "unknown device ID \"%s\"",
-					 dp_sanitize(id, buf, sizeof(buf)));
-				r = -EINVAL;
-				goto fail;
-			}
-			if (id_mark[idx] == mark) {
-				snprintf(err, errlen, "duplicate device ID \"%s\"", t->ids[idx].id);
-				r = -EINVAL;
-				goto fail;
-			}
-			id_mark[idx] = mark;
-			/* The response grows with the IDs of all containers together: no more
-			 * than the node has, or a valid ID repeated in 100,000 container
-			 * requests would answer with 100,000 copies of everything. */
-			if (++total > t->n_ids) {
-				snprintf(err, errlen,
-					 "request names more than the %zu device IDs "
-					 "advertised",
-					 t->n_ids);
-				r = -EINVAL;
-				goto fail;
-			}
-			h = &t->hcas[t->ids[idx].hca];
-			if (!h->healthy) {
-				snprintf(err, errlen, "device ID \"%s\" (%s) is unhealthy",
-					 t->ids[idx].id, h->name);
-				r = -EINVAL;
-				goto fail;
-			}
-			/* Shared mode: several IDs of one HCA still mean that HCA once. */
-			if (hca_mark[t->ids[idx].hca] != mark) {
-				hca_mark[t->ids[idx].hca] = mark;
-				sel[n_sel++] = t->ids[idx].hca;
-			}
-		}
-		/* Table order: the same set always gives the same response. */
-		qsort(sel, n_sel, sizeof(*sel), cmp_size);
-
+		r = -ENOMEM;
 		cresp = malloc(sizeof(*cresp));
 		if (!cresp)
 			goto fail;
@@ -265,7 +284,7 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 	return 0;
 fail:
 	if (r == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		rc_error_set(err, r, "out of memory");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
 }
@@ -282,11 +301,24 @@ struct cand {
 	bool healthy;
 };
 
-/* Per-HCA counters reused across container requests: valid where mark == the request's. */
-struct hca_marks {
-	uint32_t *mark;
-	unsigned *count;
+/* What the container requests of one call share: marks valid where they equal the current
+ * request's mark (its index + 1), so nothing is cleared between requests. */
+struct pref_marks {
+	uint32_t *id;	 /* per ID: taken by this request */
+	uint32_t *hca;	 /* per HCA: count is this request's */
+	unsigned *count; /* per HCA: its slots ranked so far */
+	uint32_t mark;
 };
+
+/* The count of HCA hi's slots ranked so far in this request. */
+static unsigned *slots_of(struct pref_marks *pm, size_t hi)
+{
+	if (pm->hca[hi] != pm->mark) {
+		pm->hca[hi] = pm->mark;
+		pm->count[hi] = 0;
+	}
+	return &pm->count[hi];
+}
 
 static int cmp_cand(const void *a, const void *b)
 {
@@ -423,7 +455,7 @@ static int push_id(const struct dp_table *t, size_t id,
 
 /* Link layer, slot round, NUMA match and switch depth of every candidate. */
 static int rank_candidates(const struct dp_table *t, const size_t *must, size_t n_must,
-			   struct cand *cand, size_t n_cand, struct hca_marks *hm, uint32_t mark)
+			   struct cand *cand, size_t n_cand, struct pref_marks *pm)
 {
 	_cleanup_free_ uint64_t *keys = malloc(n_must * DP_PATH_DEPTH_MAX * sizeof(*keys));
 	_cleanup_free_ int *numa = malloc(n_must * sizeof(*numa));
@@ -435,14 +467,9 @@ static int rank_candidates(const struct dp_table *t, const size_t *must, size_t 
 	/* The must-include set's link layers, slots per HCA, NUMA nodes and path prefixes. */
 	for (size_t i = 0; i < n_must; i++) {
 		const struct dp_hca *h = hca_of(t, must[i]);
-		size_t hi = t->ids[must[i]].hca;
 
 		links |= 1u << h->link;
-		if (hm->mark[hi] != mark) {
-			hm->mark[hi] = mark;
-			hm->count[hi] = 0;
-		}
-		hm->count[hi]++;
+		(*slots_of(pm, t->ids[must[i]].hca))++;
 		if (h->numa_node >= 0)
 			numa[n_numa++] = h->numa_node;
 		for (unsigned d = 0; d < h->depth; d++)
@@ -454,13 +481,8 @@ static int rank_candidates(const struct dp_table *t, const size_t *must, size_t 
 	/* cand is in table order: an HCA's free slots get rounds after its must-include ones. */
 	for (size_t i = 0; i < n_cand; i++) {
 		const struct dp_hca *h = hca_of(t, cand[i].id);
-		size_t hi = t->ids[cand[i].id].hca;
 
-		if (hm->mark[hi] != mark) {
-			hm->mark[hi] = mark;
-			hm->count[hi] = 0;
-		}
-		cand[i].round = hm->count[hi]++;
+		cand[i].round = (*slots_of(pm, t->ids[cand[i].id].hca))++;
 		cand[i].link_match = links & (1u << h->link);
 		cand[i].numa_match = h->numa_node >= 0 &&
 				     bsearch(&h->numa_node, numa, n_numa, sizeof(*numa), cmp_int);
@@ -477,9 +499,23 @@ static int rank_candidates(const struct dp_table *t, const size_t *must, size_t 
 	return 0;
 }
 
+/* Nothing must-include: the choice is anchored on one candidate (answered first, moved
+ * from cand to must) and the rest ranked around it. */
+static int take_anchor(const struct dp_table *t, size_t *must, size_t *n_must, struct cand *cand,
+		       size_t *n_cand, V1beta1__ContainerPreferredAllocationResponse *out)
+{
+	size_t a = pick_anchor(t, cand, *n_cand);
+
+	must[(*n_must)++] = cand[a].id;
+	if (push_id(t, cand[a].id, out) < 0)
+		return -ENOMEM;
+	memmove(&cand[a], &cand[a + 1], (*n_cand - a - 1) * sizeof(*cand));
+	(*n_cand)--;
+	return 0;
+}
+
 static int prefer_one(const struct dp_table *t,
-		      const V1beta1__ContainerPreferredAllocationRequest *q, uint32_t *id_mark,
-		      struct hca_marks *hm, uint32_t mark,
+		      const V1beta1__ContainerPreferredAllocationRequest *q, struct pref_marks *pm,
 		      V1beta1__ContainerPreferredAllocationResponse *out)
 {
 	size_t n_must = 0, n_cand = 0, want, cap;
@@ -495,16 +531,16 @@ static int prefer_one(const struct dp_table *t,
 	for (size_t i = 0; i < q->n_must_include_deviceids; i++) {
 		long idx = dp_table_find(t, q->must_include_deviceids[i]);
 
-		if (idx >= 0 && id_mark[idx] != mark) {
-			id_mark[idx] = mark;
+		if (idx >= 0 && pm->id[idx] != pm->mark) {
+			pm->id[idx] = pm->mark;
 			must[n_must++] = (size_t)idx;
 		}
 	}
 	for (size_t i = 0; i < q->n_available_deviceids; i++) {
 		long idx = dp_table_find(t, q->available_deviceids[i]);
 
-		if (idx >= 0 && id_mark[idx] != mark) {
-			id_mark[idx] = mark;
+		if (idx >= 0 && pm->id[idx] != pm->mark) {
+			pm->id[idx] = pm->mark;
 			cand[n_cand++] =
 			    (struct cand){.id = (size_t)idx, .healthy = hca_of(t, idx)->healthy};
 		}
@@ -526,19 +562,13 @@ static int prefer_one(const struct dp_table *t,
 		return 0;
 
 	if (n_must == 0) {
-		/* Anchor the choice on one device and rank the rest around it. */
-		size_t a = pick_anchor(t, cand, n_cand);
-
-		must[n_must++] = cand[a].id;
-		if (push_id(t, cand[a].id, out) < 0)
+		if (take_anchor(t, must, &n_must, cand, &n_cand, out) < 0)
 			return -ENOMEM;
-		memmove(&cand[a], &cand[a + 1], (n_cand - a - 1) * sizeof(*cand));
-		n_cand--;
 		if (out->n_deviceids >= cap)
 			return 0;
 	}
 
-	r = rank_candidates(t, must, n_must, cand, n_cand, hm, mark);
+	r = rank_candidates(t, must, n_must, cand, n_cand, pm);
 	if (r < 0)
 		return r;
 	qsort(cand, n_cand, sizeof(*cand), cmp_cand);
@@ -550,30 +580,27 @@ static int prefer_one(const struct dp_table *t,
 
 int dp_preferred_allocation(const struct dp_table *t,
 			    const V1beta1__PreferredAllocationRequest *req,
-			    V1beta1__PreferredAllocationResponse **ret, char *err, size_t errlen)
+			    V1beta1__PreferredAllocationResponse **ret, struct rc_error **err)
 {
 	_cleanup_free_ uint32_t *id_mark = NULL, *hca_mark = NULL;
 	_cleanup_free_ unsigned *hca_count = NULL;
 	V1beta1__PreferredAllocationResponse *resp = NULL;
-	struct hca_marks hm;
+	struct pref_marks pm;
 	int r = -ENOMEM;
 
 	/* Each container request gets a response, even an empty one: bound their number. */
-	if (req->n_container_requests > DP_CONTAINERS_MAX) {
-		snprintf(err, errlen, "%zu container requests, at most %d",
-			 req->n_container_requests, DP_CONTAINERS_MAX);
-		return -EINVAL;
-	}
+	if (req->n_container_requests > DP_CONTAINERS_MAX)
+		return rc_error_set(err, -EINVAL, "%zu container requests, at most %d",
+				    req->n_container_requests, DP_CONTAINERS_MAX);
 	id_mark = calloc(t->n_ids ? t->n_ids : 1, sizeof(*id_mark));
 	hca_mark = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*hca_mark));
 	hca_count = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*hca_count));
 	resp = malloc(sizeof(*resp));
 	if (!id_mark || !hca_mark || !hca_count || !resp) {
 		free(resp);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	}
-	hm = (struct hca_marks){.mark = hca_mark, .count = hca_count};
+	pm = (struct pref_marks){.id = id_mark, .hca = hca_mark, .count = hca_count};
 	v1beta1__preferred_allocation_response__init(resp);
 	resp->container_responses =
 	    calloc(req->n_container_requests ? req->n_container_requests : 1,
@@ -589,14 +616,15 @@ int dp_preferred_allocation(const struct dp_table *t,
 		resp->container_responses[resp->n_container_responses++] = o;
 		if (!req->container_requests[c])
 			continue;
-		r = prefer_one(t, req->container_requests[c], id_mark, &hm, (uint32_t)c + 1, o);
+		pm.mark = (uint32_t)c + 1;
+		r = prefer_one(t, req->container_requests[c], &pm, o);
 		if (r < 0)
 			goto fail;
 	}
 	*ret = resp;
 	return 0;
 fail:
-	snprintf(err, errlen, "out of memory");
+	rc_error_set(err, r, "out of memory");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return r;
 }

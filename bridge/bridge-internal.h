@@ -141,14 +141,15 @@ int dp_list_response(const struct dp_table *t, V1beta1__ListAndWatchResponse **r
 /*
  * Allocate. Every ID of every container request is checked: unknown, duplicate within a
  * container request, or unhealthy IDs fail the whole call with -EINVAL and a one-line
- * reason in err naming the (sanitised) ID; so do an empty request, an empty container
+ * reason in *err naming the (sanitised) ID; so do an empty request, an empty container
  * request, and more IDs over all container requests than the table has (which bounds the
- * response by the table, whatever the request). On success the response carries, per the
+ * response by the table, whatever the request). Out of memory is -ENOMEM. On success the
+ * response carries, per the
  * table's strategies, cdi_devices, the annotation, the env and DeviceSpecs (free with
  * protobuf_c_message_free_unpacked).
  */
 int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
-		V1beta1__AllocateResponse **ret, char *err, size_t errlen);
+		V1beta1__AllocateResponse **ret, struct rc_error **err);
 
 /*
  * GetPreferredAllocation: per container request the must-include IDs first (request
@@ -165,11 +166,11 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
  * multi-device request can stay on one fabric), on the NUMA node with most healthy
  * candidates of that link layer, lowest in table order.
  * Runs in O(n log n). Returns 0, -EINVAL (more than DP_CONTAINERS_MAX container
- * requests) or -ENOMEM, with a one-line reason in err.
+ * requests) or -ENOMEM, with a one-line reason in *err.
  */
 int dp_preferred_allocation(const struct dp_table *t,
 			    const V1beta1__PreferredAllocationRequest *req,
-			    V1beta1__PreferredAllocationResponse **ret, char *err, size_t errlen);
+			    V1beta1__PreferredAllocationResponse **ret, struct rc_error **err);
 
 /*
  * The annotation key suffix for a container request: its first ID with ':' mapped to

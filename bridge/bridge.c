@@ -509,14 +509,12 @@ static int check_options(const struct bridge_options *o)
 static int start_metrics(struct bridge *b)
 {
 	_cleanup_rc_error_ struct rc_error *e = NULL;
-	char why[256] = "";
 	int r;
 
 	if (!b->o->metrics_address)
 		return 0;
-	r = dp_metrics_new(b->o->metrics_address, RDMA_CDI_VERSION, &b->metrics, why, sizeof(why));
+	r = dp_metrics_new(b->o->metrics_address, RDMA_CDI_VERSION, &b->metrics, &e);
 	if (r < 0) {
-		rc_error_set(&e, r, "%s", why);
 		log_error("--metrics-address: %s", rc_error_msg(e, r));
 		return r;
 	}

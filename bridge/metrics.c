@@ -450,13 +450,38 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return r;
 }
 
+/* host (numeric, of the family) and port as a socket address; -EINVAL when host is none. */
+static int make_sockaddr(const char *host, bool ipv6, uint16_t port, struct sockaddr_storage *ret,
+			 socklen_t *ret_len)
+{
+	struct sockaddr_storage ss = {0};
+
+	if (ipv6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return -EINVAL;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		*ret_len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		*ret_len = sizeof(*a);
+	}
+	*ret = ss;
+	return 0;
+}
+
 int dp_metrics_parse_address(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
-			     char *err, size_t errlen)
+			     struct rc_error **err)
 {
 	char host[ADDRESS_MAX];
 	const char *port, *colon;
-	struct sockaddr_storage ss = {0};
-	socklen_t len;
 	long long p = 0;
 	size_t hl;
 
@@ -473,47 +498,27 @@ int dp_metrics_parse_address(const char *s, struct sockaddr_storage *ret, sockle
 		colon = strrchr(s, ':');
 		if (!colon)
 			goto bad;
-		if (memchr(s, ':', (size_t)(colon - s))) {
-			snprintf(err, errlen,
-				 "\"%s\": put an IPv6 address in brackets: [ADDR]:PORT", s);
-			return -EINVAL;
-		}
+		if (memchr(s, ':', (size_t)(colon - s)))
+			return rc_error_set(err, -EINVAL,
+					    "\"%s\": put an IPv6 address in brackets: [ADDR]:PORT",
+					    s);
 		hl = (size_t)(colon - s);
 		port = colon + 1;
 	}
 	memcpy(host, s[0] == '[' ? s + 1 : s, hl);
 	host[hl] = '\0';
 	if (!port[0] || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 ||
-	    (p = strtoll(port, NULL, 10)) < 1 || p > 65535) {
-		snprintf(err, errlen, "\"%s\": the port must be a number from 1 to 65535", s);
-		return -EINVAL;
-	}
-	if (s[0] == '[') {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-
-		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
-			goto bad;
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons((uint16_t)p);
-		len = sizeof(*a);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-
-		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-			goto bad;
-		a->sin_family = AF_INET;
-		a->sin_port = htons((uint16_t)p);
-		len = sizeof(*a);
-	}
-	*ret = ss;
-	*ret_len = len;
-	return 0;
+	    (p = strtoll(port, NULL, 10)) < 1 || p > 65535)
+		return rc_error_set(err, -EINVAL,
+				    "\"%s\": the port must be a number from 1 to 65535", s);
+	if (make_sockaddr(host, s[0] == '[', (uint16_t)p, ret, ret_len) == 0)
+		return 0;
 bad:
-	snprintf(err, errlen,
-		 "\"%.*s\": expected a numeric IPv4:PORT or [IPv6]:PORT (127.0.0.1:9400, "
-		 "[::1]:9400, 0.0.0.0:9400 for every interface)",
-		 ADDRESS_MAX, s);
-	return -EINVAL;
+	return rc_error_set(
+	    err, -EINVAL,
+	    "\"%.*s\": expected a numeric IPv4:PORT or [IPv6]:PORT (127.0.0.1:9400, "
+	    "[::1]:9400, 0.0.0.0:9400 for every interface)",
+	    ADDRESS_MAX, s);
 }
 
 static void format_address(const struct sockaddr_storage *ss, char *buf, size_t size)
@@ -533,14 +538,14 @@ static void format_address(const struct sockaddr_storage *ss, char *buf, size_t 
 	}
 }
 
-static int listen_on(const char *address, char *bound, size_t boundlen, char *err, size_t errlen)
+static int listen_on(const char *address, char *bound, size_t boundlen, struct rc_error **err)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	_cleanup_close_ int fd = -1;
 	int one = 1, r;
 
-	r = dp_metrics_parse_address(address, &ss, &len, err, errlen);
+	r = dp_metrics_parse_address(address, &ss, &len, err);
 	if (r < 0)
 		return r;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -559,31 +564,29 @@ static int listen_on(const char *address, char *bound, size_t boundlen, char *er
 		format_address(&ss, bound, boundlen);
 	return TAKE_FD(fd);
 fail:
-	r = -errno;
-	snprintf(err, errlen, "cannot listen on %s: %s%s", address, strerror(errno),
-		 errno == EADDRNOTAVAIL ? " (not an address of this host)"
-		 : errno == EADDRINUSE	? " (another process serves that port)"
-		 : errno == EACCES	? " (ports below 1024 need CAP_NET_BIND_SERVICE)"
-					: "");
-	return r;
+	return rc_error_set(err, -errno, "cannot listen on %s: %s%s", address, strerror(errno),
+			    errno == EADDRNOTAVAIL ? " (not an address of this host)"
+			    : errno == EADDRINUSE  ? " (another process serves that port)"
+			    : errno == EACCES	   ? " (ports below 1024 need CAP_NET_BIND_SERVICE)"
+						   : "");
 }
 
-int dp_metrics_new(const char *address, const char *version, struct dp_metrics **ret, char *err,
-		   size_t errlen)
+int dp_metrics_new(const char *address, const char *version, struct dp_metrics **ret,
+		   struct rc_error **err)
 {
 	struct dp_metrics *m = calloc(1, sizeof(*m));
 	int fd;
 
 	if (!m)
-		return -ENOMEM;
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&m->lock, NULL);
 	m->version = strdup(version ? version : "");
 	if (!m->version) {
 		dp_metrics_free(m);
-		return -ENOMEM;
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	}
 	if (address) {
-		fd = listen_on(address, m->address, sizeof(m->address), err, errlen);
+		fd = listen_on(address, m->address, sizeof(m->address), err);
 		if (fd < 0) {
 			dp_metrics_free(m);
 			return fd;
@@ -599,10 +602,9 @@ int dp_metrics_new(const char *address, const char *version, struct dp_metrics *
 			int e = errno ? -errno : -ENOMEM;
 
 			/* fd is not closed here: libmicrohttpd may have closed it already. */
-			snprintf(err, errlen, "starting the HTTP server on %s failed: %s", address,
-				 strerror(-e));
 			dp_metrics_free(m);
-			return e;
+			return rc_error_set(err, e, "starting the HTTP server on %s failed: %s",
+					    address, strerror(-e));
 		}
 	}
 	*ret = m;

@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "rc-error.h"
+
 #define DP_METRICS_PATH "/metrics"
 #define DP_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define DP_METRICS_RESOURCES_MAX 1024 /* resources remembered; beyond, not counted */
@@ -47,18 +49,18 @@ enum dp_metrics_call {
 /*
  * Parses a listen address: "IPv4:PORT" or "[IPv6]:PORT", numeric only (no host names:
  * a daemon's bind address must not depend on DNS), port 1 to 65535. Returns 0 or -EINVAL
- * with a one-line reason in err. Does not log.
+ * with a one-line reason in *err. Does not log.
  */
 int dp_metrics_parse_address(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
-			     char *err, size_t errlen);
+			     struct rc_error **err);
 
 /*
  * Creates the registry; with address non-NULL also binds it (SO_REUSEADDR) and serves
  * it. Returns 0, -EINVAL (address does not parse), the bind/listen errno
- * (-EADDRINUSE, -EADDRNOTAVAIL, -EACCES), -ENOMEM; err says why. Does not log.
+ * (-EADDRINUSE, -EADDRNOTAVAIL, -EACCES), -ENOMEM; *err says why. Does not log.
  */
-int dp_metrics_new(const char *address, const char *version, struct dp_metrics **ret, char *err,
-		   size_t errlen);
+int dp_metrics_new(const char *address, const char *version, struct dp_metrics **ret,
+		   struct rc_error **err);
 /* Stops the server (waits for its thread) and frees. Accepts NULL. */
 void dp_metrics_free(struct dp_metrics *m);
 /* The address actually served ("127.0.0.1:9400", "[::1]:9400"), "" without a server. */

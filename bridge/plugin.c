@@ -238,10 +238,25 @@ static void log_preferred(const V1beta1__PreferredAllocationRequest *req,
 	}
 }
 
+/* Why unpack_payload() gave no request. */
+static grpc_status_code unpack_failed(const char *nul, const struct unpack_budget *budget,
+				      struct rc_error **err)
+{
+	if (nul[0])
+		rc_error_set(err, -EINVAL, "device ID \"%s\" holds a NUL byte", nul);
+	else if (budget->exceeded)
+		rc_error_set(err, -E2BIG, "request does not fit the %u MiB unpack budget",
+			     DP_UNPACK_BUDGET >> 20);
+	else
+		rc_error_set(err, -EBADMSG, "request does not parse");
+	return budget->exceeded && !nul[0] ? GRPC_STATUS_RESOURCE_EXHAUSTED
+					   : GRPC_STATUS_INVALID_ARGUMENT;
+}
+
 /* Allocate and GetPreferredAllocation: unpack within a budget, answer from sn's table. */
 static grpc_status_code handle_request(struct dp_plugin *p, bool alloc, struct dp_snapshot *sn,
 				       grpc_byte_buffer *payload, grpc_byte_buffer **reply,
-				       char *err, size_t errlen)
+				       struct rc_error **err)
 {
 	const char *name = alloc ? "Allocate" : "GetPreferredAllocation";
 	struct unpack_budget budget;
@@ -260,25 +275,17 @@ static grpc_status_code handle_request(struct dp_plugin *p, bool alloc, struct d
 				   : &v1beta1__preferred_allocation_request__descriptor,
 			     &budget, nul, sizeof(nul));
 	if (!req) {
-		if (nul[0])
-			snprintf(err, errlen, "device ID \"%s\" holds a NUL byte", nul);
-		else if (budget.exceeded)
-			snprintf(err, errlen, "request does not fit the %u MiB unpack budget",
-				 DP_UNPACK_BUDGET >> 20);
-		else
-			snprintf(err, errlen, "request does not parse");
-		log_warning("%s: %s rejected: %s", p->resource, name, err);
-		return budget.exceeded && !nul[0] ? GRPC_STATUS_RESOURCE_EXHAUSTED
-						  : GRPC_STATUS_INVALID_ARGUMENT;
+		code = unpack_failed(nul, &budget, err);
+		log_warning("%s: %s rejected: %s", p->resource, name, rc_error_msg(*err, -EINVAL));
+		return code;
 	}
 	if (alloc)
-		r = dp_allocate(sn->table, (V1beta1__AllocateRequest *)req, &resp.alloc, err,
-				errlen);
+		r = dp_allocate(sn->table, (V1beta1__AllocateRequest *)req, &resp.alloc, err);
 	else
 		r = dp_preferred_allocation(sn->table, (V1beta1__PreferredAllocationRequest *)req,
-					    &resp.pref, err, errlen);
+					    &resp.pref, err);
 	if (r < 0) {
-		log_warning("%s: %s rejected: %s", p->resource, name, err);
+		log_warning("%s: %s rejected: %s", p->resource, name, rc_error_msg(*err, r));
 		code = r == -EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED;
 	} else {
 		ProtobufCMessage *m = alloc ? &resp.alloc->base : &resp.pref->base;
@@ -329,9 +336,14 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 	t0 = dp_metrics_now_usec();
 	sn = snap_get(p);
 	if (sn) {
+		_cleanup_rc_error_ struct rc_error *e = NULL;
+
 		len = payload ? grpc_byte_buffer_length(payload) : 0;
-		code = handle_request(p, method == M_ALLOCATE, sn, payload, reply, err, errlen);
+		code = handle_request(p, method == M_ALLOCATE, sn, payload, reply, &e);
 		snap_put(p, sn);
+		/* The status details the kubelet shows. */
+		if (e)
+			snprintf(err, errlen, "%s", e->msg);
 	} else {
 		snprintf(err, errlen, "no device table yet");
 		code = GRPC_STATUS_UNAVAILABLE;

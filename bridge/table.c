@@ -192,14 +192,106 @@ size_t dp_list_ids_needed(size_t n_hcas, unsigned shared)
 _Static_assert(SPEC_ID_MAX + SPEC_ID_SUFFIX_MAX <= DP_ID_MAX, "ID suffix room");
 _Static_assert(DP_SHARED_MAX <= 1000, "\"-s<k>\" fits SPEC_ID_SUFFIX_MAX");
 
+/* An empty table of n_take HCAs' room with the options in force. */
+static int table_new(const struct disc_node *node, const struct dp_table_options *opts,
+		     size_t n_take, unsigned replicas, struct dp_table **ret)
+{
+	_cleanup_(dp_table_freep) struct dp_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->dev_root = strdup(opts->dev_root ? opts->dev_root : "/dev");
+	if (!t->dev_root)
+		return -ENOMEM;
+	t->has_rdma_cm = node->has_rdma_cm;
+	t->strategies = opts->strategies
+			    ? opts->strategies
+			    : BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS;
+	t->shared = replicas;
+	t->nccl_env = opts->nccl_env;
+	t->hcas = calloc(n_take ? n_take : 1, sizeof(*t->hcas));
+	t->ids = calloc(n_take ? n_take * replicas : 1, sizeof(*t->ids));
+	if (!t->hcas || !t->ids)
+		return -ENOMEM;
+	*ret = TAKE_PTR(t);
+	return 0;
+}
+
+/* The HCA of each device taken and its IDs, "-s<k>" appended in shared mode. */
+static int table_add_hcas(struct dp_table *t, const struct disc_node *node, const bool *take,
+			  const struct dp_table_options *opts)
+{
+	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
+	int r;
+
+	for (size_t i = 0; i < node->n_devices; i++) {
+		char base[SPEC_ID_MAX + 1];
+		size_t bl;
+
+		if (!take[i])
+			continue;
+		/* The ID rule lives in specs/: the spec names each HCA by the same ID. */
+		spec_device_id(node, i, base);
+		bl = strlen(base);
+		r = hca_init(&t->hcas[t->n_hcas], &node->devices[i], kind, opts->with_mad);
+		if (r < 0) {
+			t->n_hcas++; /* so the partially filled entry is freed */
+			return r;
+		}
+		for (unsigned k = 0; k < t->shared; k++) {
+			struct dp_id *id = &t->ids[t->n_ids++];
+
+			/* spec_device_id() left room for the suffix. */
+			memcpy(id->id, base, bl + 1);
+			if (t->shared > 1)
+				snprintf(id->id + bl, sizeof(id->id) - bl, "-s%u", k);
+			id->hca = t->n_hcas;
+		}
+		t->n_hcas++;
+	}
+	return 0;
+}
+
+/*
+ * Indexes the IDs. A collision can only come from hostile names (an RDMA name that looks
+ * like a PCI address): the later device is left out rather than advertise an ambiguous
+ * ID. Dropping IDs cannot create new collisions, so one pass suffices.
+ */
+static int table_index(struct dp_table *t)
+{
+	_cleanup_free_ bool *drop = NULL;
+	size_t w = 0;
+
+	t->by_id = calloc(t->n_ids ? t->n_ids : 1, sizeof(*t->by_id));
+	drop = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*drop));
+	if (!t->by_id || !drop)
+		return -ENOMEM;
+	index_ids(t);
+	for (size_t i = 1; i < t->n_ids; i++) {
+		const struct dp_id *a = &t->ids[t->by_id[i - 1]], *b = &t->ids[t->by_id[i]];
+
+		if (strcmp(a->id, b->id) == 0 && a->hca != b->hca)
+			drop[a->hca > b->hca ? a->hca : b->hca] = true;
+	}
+	for (size_t j = 0; j < t->n_hcas; j++)
+		t->n_skipped += drop[j];
+	if (t->n_skipped == 0)
+		return 0;
+	for (size_t j = 0; j < t->n_ids; j++)
+		if (!drop[t->ids[j].hca])
+			t->ids[w++] = t->ids[j];
+	t->n_ids = w;
+	index_ids(t);
+	return 0;
+}
+
 int dp_table_build(const struct disc_node *node, const struct spec_names *defined,
 		   const struct dp_table_options *opts, struct dp_table **ret_table)
 {
 	_cleanup_(dp_table_freep) struct dp_table *t = NULL;
-	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
 	unsigned replicas = opts->shared > 1 ? opts->shared : 1;
-	size_t n_take = 0, n = 0;
-	_cleanup_free_ bool *take = NULL, *drop = NULL;
+	size_t n_take = 0;
+	_cleanup_free_ bool *take = NULL;
 	int r;
 
 	if (opts->shared > DP_SHARED_MAX)
@@ -218,78 +310,13 @@ int dp_table_build(const struct disc_node *node, const struct spec_names *define
 	if (dp_list_ids_needed(n_take, replicas) > DP_LIST_IDS_MAX)
 		return -E2BIG;
 
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	t->dev_root = strdup(opts->dev_root ? opts->dev_root : "/dev");
-	if (!t->dev_root)
-		return -ENOMEM;
-	t->has_rdma_cm = node->has_rdma_cm;
-	t->strategies = opts->strategies
-			    ? opts->strategies
-			    : BRIDGE_STRATEGY_CDI_CRI | BRIDGE_STRATEGY_CDI_ANNOTATIONS;
-	t->shared = replicas;
-	t->nccl_env = opts->nccl_env;
-	t->hcas = calloc(n_take ? n_take : 1, sizeof(*t->hcas));
-	t->ids = calloc(n_take ? n_take * replicas : 1, sizeof(*t->ids));
-	if (!t->hcas || !t->ids)
-		return -ENOMEM;
-
-	for (size_t i = 0; i < node->n_devices; i++) {
-		char base[SPEC_ID_MAX + 1];
-
-		if (!take[i])
-			continue;
-		/* The ID rule lives in specs/: the spec names each HCA by the same ID. */
-		spec_device_id(node, i, base);
-		r = hca_init(&t->hcas[t->n_hcas], &node->devices[i], kind, opts->with_mad);
-		if (r < 0) {
-			t->n_hcas++; /* so the partially filled entry is freed */
-			return r;
-		}
-		for (unsigned k = 0; k < replicas; k++) {
-			struct dp_id *id = &t->ids[n++];
-			size_t bl = strlen(base);
-
-			/* spec_device_id() left room for the suffix. */
-			memcpy(id->id, base, bl + 1);
-			if (replicas > 1)
-				snprintf(id->id + bl, sizeof(id->id) - bl, "-s%u", k);
-			id->hca = t->n_hcas;
-		}
-		t->n_hcas++;
-	}
-	t->n_ids = n;
-
-	t->by_id = calloc(n ? n : 1, sizeof(*t->by_id));
-	if (!t->by_id)
-		return -ENOMEM;
-	index_ids(t);
-
-	/* A collision can only come from hostile names (an RDMA name that looks like a PCI
-	 * address): leave the later device out rather than advertise an ambiguous ID.
-	 * Dropping IDs cannot create new collisions, so one pass suffices. */
-	drop = calloc(t->n_hcas ? t->n_hcas : 1, sizeof(*drop));
-	if (!drop)
-		return -ENOMEM;
-	for (size_t i = 1; i < n; i++) {
-		const struct dp_id *a = &t->ids[t->by_id[i - 1]], *b = &t->ids[t->by_id[i]];
-
-		if (strcmp(a->id, b->id) == 0 && a->hca != b->hca)
-			drop[a->hca > b->hca ? a->hca : b->hca] = true;
-	}
-	for (size_t j = 0; j < t->n_hcas; j++)
-		t->n_skipped += drop[j];
-	if (t->n_skipped > 0) {
-		size_t w = 0;
-
-		for (size_t j = 0; j < t->n_ids; j++)
-			if (!drop[t->ids[j].hca])
-				t->ids[w++] = t->ids[j];
-		t->n_ids = w;
-		index_ids(t);
-	}
-
+	r = table_new(node, opts, n_take, replicas, &t);
+	if (r >= 0)
+		r = table_add_hcas(t, node, take, opts);
+	if (r >= 0)
+		r = table_index(t);
+	if (r < 0)
+		return r;
 	*ret_table = table_flatten(t);
 	return *ret_table ? 0 : -ENOMEM;
 }

@@ -89,10 +89,11 @@ static int bridge_option(void *ctx, int opt, const char *arg)
 	case OPT_METRICS_ADDRESS: {
 		struct sockaddr_storage ss;
 		socklen_t len;
-		char err[256];
+		_cleanup_rc_error_ struct rc_error *err = NULL;
+		int r = dp_metrics_parse_address(arg, &ss, &len, &err);
 
-		if (dp_metrics_parse_address(arg, &ss, &len, err, sizeof(err)) < 0)
-			return cli_usage_error("bridge", "--metrics-address %s", err);
+		if (r < 0)
+			return cli_usage_error("bridge", "--metrics-address %s", rc_error_msg(err, r));
 		b->metrics_address = arg;
 		break;
 	}

@@ -261,7 +261,7 @@ static const char *unknown_key(const cJSON *obj, const char *const *allowed)
 }
 
 static int take_string(const cJSON *obj, const char *key, bool required, char **ret,
-		       const char *path, char *err, size_t errlen)
+		       const char *path, struct rc_error **err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -269,48 +269,47 @@ static int take_string(const cJSON *obj, const char *key, bool required, char **
 	if (!v) {
 		if (!required)
 			return 0;
-		return err_fail(err, errlen, -EBADMSG, "%s.%s: missing", path, key);
+		return rc_error_set(err, -EBADMSG, "%s.%s: missing", path, key);
 	}
 	if (!cJSON_IsString(v) || !v->valuestring)
-		return err_fail(err, errlen, -EBADMSG, "%s.%s: not a string", path, key);
+		return rc_error_set(err, -EBADMSG, "%s.%s: not a string", path, key);
 	*ret = strdup(v->valuestring);
-	return *ret ? 0 : err_fail(err, errlen, -ENOMEM, "out of memory");
+	return *ret ? 0 : rc_error_set(err, -ENOMEM, "out of memory");
 }
 
 static int take_strv(const cJSON *obj, const char *key, size_t max, char ***ret, size_t *ret_n,
-		     const char *path, char *err, size_t errlen)
+		     const char *path, struct rc_error **err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key), *it;
 	size_t n = 0;
 	char **s;
 
 	if (!cJSON_IsArray(v))
-		return err_fail(err, errlen, -EBADMSG, "%s.%s: %s", path, key,
-				v ? "not a list" : "missing");
+		return rc_error_set(err, -EBADMSG, "%s.%s: %s", path, key,
+				    v ? "not a list" : "missing");
 	cJSON_ArrayForEach (it, v) {
 		if (++n > max)
-			return err_fail(err, errlen, -EBADMSG, "%s.%s: more than %zu", path, key,
-					max);
+			return rc_error_set(err, -EBADMSG, "%s.%s: more than %zu", path, key, max);
 		if (!cJSON_IsString(it) || !it->valuestring)
-			return err_fail(err, errlen, -EBADMSG, "%s.%s[%zu]: not a string", path,
-					key, n - 1);
+			return rc_error_set(err, -EBADMSG, "%s.%s[%zu]: not a string", path, key,
+					    n - 1);
 	}
 	s = calloc(n ? n : 1, sizeof(*s));
 	if (!s)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	*ret = s;
 	*ret_n = 0;
 	cJSON_ArrayForEach (it, v) {
 		s[*ret_n] = strdup(it->valuestring);
 		if (!s[*ret_n])
-			return err_fail(err, errlen, -ENOMEM, "out of memory");
+			return rc_error_set(err, -ENOMEM, "out of memory");
 		(*ret_n)++;
 	}
 	return 0;
 }
 
 static int parse_device(const cJSON *obj, struct dra_prepared_device *d, const char *path,
-			char *err, size_t errlen)
+			struct rc_error **err)
 {
 	static const char *const keys[] = {"device",  "requests",    "cdiDeviceIDs",
 					   "shareID", "adminAccess", NULL};
@@ -319,31 +318,31 @@ static int parse_device(const cJSON *obj, struct dra_prepared_device *d, const c
 	int r;
 
 	if (!cJSON_IsObject(obj))
-		return err_fail(err, errlen, -EBADMSG, "%s: not an object", path);
+		return rc_error_set(err, -EBADMSG, "%s: not an object", path);
 	bad = unknown_key(obj, keys);
 	if (bad)
-		return err_fail(err, errlen, -EBADMSG, "%s: unknown key", path);
-	r = take_string(obj, "device", true, &d->device, path, err, errlen);
+		return rc_error_set(err, -EBADMSG, "%s: unknown key", path);
+	r = take_string(obj, "device", true, &d->device, path, err);
 	if (r >= 0)
 		r = take_strv(obj, "requests", DRA_RESULTS_MAX, &d->requests, &d->n_requests, path,
-			      err, errlen);
+			      err);
 	if (r >= 0)
 		r = take_strv(obj, "cdiDeviceIDs", CDI_IDS_MAX, &d->cdi_ids, &d->n_cdi_ids, path,
-			      err, errlen);
+			      err);
 	if (r >= 0)
-		r = take_string(obj, "shareID", false, &d->share_id, path, err, errlen);
+		r = take_string(obj, "shareID", false, &d->share_id, path, err);
 	if (r < 0)
 		return r;
 	/* Written only when true; absent (an older release's checkpoint) is false. */
 	admin = cJSON_GetObjectItemCaseSensitive(obj, "adminAccess");
 	if (admin && !cJSON_IsBool(admin))
-		return err_fail(err, errlen, -EBADMSG, "%s.adminAccess: not a boolean", path);
+		return rc_error_set(err, -EBADMSG, "%s.adminAccess: not a boolean", path);
 	d->admin = cJSON_IsTrue(admin);
 	return 0;
 }
 
-static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const char *path, char *err,
-		       size_t errlen)
+static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const char *path,
+		       struct rc_error **err)
 {
 	static const char *const keys[] = {"uid", "namespace", "name", "specFile", "devices", NULL};
 	const cJSON *devs, *it;
@@ -352,41 +351,41 @@ static int parse_claim(const cJSON *obj, struct dra_prepared_claim *p, const cha
 	int r;
 
 	if (!cJSON_IsObject(obj))
-		return err_fail(err, errlen, -EBADMSG, "%s: not an object", path);
+		return rc_error_set(err, -EBADMSG, "%s: not an object", path);
 	if (unknown_key(obj, keys))
-		return err_fail(err, errlen, -EBADMSG, "%s: unknown key", path);
-	r = take_string(obj, "uid", true, &p->uid, path, err, errlen);
+		return rc_error_set(err, -EBADMSG, "%s: unknown key", path);
+	r = take_string(obj, "uid", true, &p->uid, path, err);
 	if (r >= 0)
-		r = take_string(obj, "namespace", true, &p->namespace, path, err, errlen);
+		r = take_string(obj, "namespace", true, &p->namespace, path, err);
 	if (r >= 0)
-		r = take_string(obj, "name", true, &p->name, path, err, errlen);
+		r = take_string(obj, "name", true, &p->name, path, err);
 	if (r >= 0)
-		r = take_string(obj, "specFile", false, &p->spec_file, path, err, errlen);
+		r = take_string(obj, "specFile", false, &p->spec_file, path, err);
 	if (r < 0)
 		return r;
 	devs = cJSON_GetObjectItemCaseSensitive(obj, "devices");
 	if (!cJSON_IsArray(devs))
-		return err_fail(err, errlen, -EBADMSG, "%s.devices: %s", path,
-				devs ? "not a list" : "missing");
+		return rc_error_set(err, -EBADMSG, "%s.devices: %s", path,
+				    devs ? "not a list" : "missing");
 	cJSON_ArrayForEach (it, devs) {
 		if (++n > DRA_RESULTS_MAX)
-			return err_fail(err, errlen, -EBADMSG, "%s.devices: more than %d", path,
-					DRA_RESULTS_MAX);
+			return rc_error_set(err, -EBADMSG, "%s.devices: more than %d", path,
+					    DRA_RESULTS_MAX);
 	}
 	p->devices = calloc(n ? n : 1, sizeof(*p->devices));
 	if (!p->devices)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	cJSON_ArrayForEach (it, devs) {
 		char dpath[96];
 
 		snprintf(dpath, sizeof(dpath), "%s.devices[%zu]", path, p->n_devices);
-		r = parse_device(it, &p->devices[p->n_devices++], dpath, err, errlen);
+		r = parse_device(it, &p->devices[p->n_devices++], dpath, err);
 		if (r < 0)
 			return r;
 	}
 	problem = claim_problem(p);
 	if (problem)
-		return err_fail(err, errlen, -EBADMSG, "%s.%s", path, problem);
+		return rc_error_set(err, -EBADMSG, "%s.%s", path, problem);
 	return 0;
 }
 
@@ -418,75 +417,95 @@ static const char *duplicate_uid(const struct dra_checkpoint *c, int *r)
 	return NULL;
 }
 
-int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **ret, char *err,
-			 size_t errlen)
+/* The document's claims list, once its version is ours; bounded. */
+static int claims_list(const cJSON *tree, const cJSON **ret, size_t *ret_n, struct rc_error **err)
 {
 	static const char *const keys[] = {"version", "claims", NULL};
+	const cJSON *version, *claims, *it;
+	size_t n = 0;
+
+	if (!cJSON_IsObject(tree))
+		return rc_error_set(err, -EBADMSG, "not a JSON object");
+	if (unknown_key(tree, keys))
+		return rc_error_set(err, -EBADMSG, "unknown top-level key");
+	version = cJSON_GetObjectItemCaseSensitive(tree, "version");
+	if (!cJSON_IsNumber(version))
+		return rc_error_set(err, -EBADMSG, "version: %s",
+				    version ? "not a number" : "missing");
+	if (version->valuedouble != CHECKPOINT_VERSION)
+		return rc_error_set(err, -EBADMSG,
+				    "version: %g is not %d (written by another release?)",
+				    version->valuedouble, CHECKPOINT_VERSION);
+	claims = cJSON_GetObjectItemCaseSensitive(tree, "claims");
+	if (!cJSON_IsArray(claims))
+		return rc_error_set(err, -EBADMSG, "claims: %s", claims ? "not a list" : "missing");
+	cJSON_ArrayForEach (it, claims) {
+		if (++n > DRA_CHECKPOINT_CLAIMS_MAX)
+			return rc_error_set(err, -EBADMSG, "claims: more than %d",
+					    DRA_CHECKPOINT_CLAIMS_MAX);
+	}
+	*ret = claims;
+	*ret_n = n;
+	return 0;
+}
+
+/* Why c cannot be written or read: a UID recorded twice; 0 when none is. */
+static int check_unique(const struct dra_checkpoint *c, int code, struct rc_error **err)
+{
+	const char *dup;
+	int r;
+
+	dup = duplicate_uid(c, &r);
+	if (r < 0)
+		return rc_error_set(err, r, "out of memory");
+	if (dup)
+		return rc_error_set(err, code, "claims: UID %s is recorded twice", dup);
+	return 0;
+}
+
+int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **ret,
+			 struct rc_error **err)
+{
 	_cleanup_(cJSON_Deletep) cJSON *tree = NULL;
 	struct dra_checkpoint *c = NULL;
-	const cJSON *version, *claims, *it;
-	const char *dup;
+	const cJSON *claims, *it;
 	char perr[256];
 	size_t n = 0;
 	int r;
 
 	if (!ret || (!buf && len))
-		return err_fail(err, errlen, -EINVAL, "invalid arguments");
+		return rc_error_set(err, -EINVAL, "invalid arguments");
 	/* The CDI reader: strict JSON (no duplicate keys, bounded depth, UTF-8, no NUL). */
 	r = cdi_spec_parse(buf ? buf : "", len, CDI_FORMAT_JSON, &tree, perr, sizeof(perr));
 	if (r == -ENOMEM)
-		return err_fail(err, errlen, r, "out of memory");
+		return rc_error_set(err, r, "out of memory");
 	if (r == -EFBIG)
-		return err_fail(err, errlen, -EBADMSG, "larger than %u bytes",
-				DRA_CHECKPOINT_MAX_BYTES);
+		return rc_error_set(err, -EBADMSG, "larger than %u bytes",
+				    DRA_CHECKPOINT_MAX_BYTES);
 	if (r < 0)
-		return err_fail(err, errlen, -EBADMSG, "%s", perr);
-	if (!cJSON_IsObject(tree))
-		return err_fail(err, errlen, -EBADMSG, "not a JSON object");
-	if (unknown_key(tree, keys))
-		return err_fail(err, errlen, -EBADMSG, "unknown top-level key");
-	version = cJSON_GetObjectItemCaseSensitive(tree, "version");
-	if (!cJSON_IsNumber(version))
-		return err_fail(err, errlen, -EBADMSG, "version: %s",
-				version ? "not a number" : "missing");
-	if (version->valuedouble != CHECKPOINT_VERSION)
-		return err_fail(err, errlen, -EBADMSG,
-				"version: %g is not %d (written by another release?)",
-				version->valuedouble, CHECKPOINT_VERSION);
-	claims = cJSON_GetObjectItemCaseSensitive(tree, "claims");
-	if (!cJSON_IsArray(claims))
-		return err_fail(err, errlen, -EBADMSG, "claims: %s",
-				claims ? "not a list" : "missing");
-	cJSON_ArrayForEach (it, claims) {
-		if (++n > DRA_CHECKPOINT_CLAIMS_MAX)
-			return err_fail(err, errlen, -EBADMSG, "claims: more than %d",
-					DRA_CHECKPOINT_CLAIMS_MAX);
-	}
+		return rc_error_set(err, -EBADMSG, "%s", perr);
+	r = claims_list(tree, &claims, &n, err);
+	if (r < 0)
+		return r;
 
 	c = calloc(1, sizeof(*c));
 	if (c)
 		c->claims = calloc(n ? n : 1, sizeof(*c->claims));
 	if (!c || !c->claims) {
-		r = err_fail(err, errlen, -ENOMEM, "out of memory");
+		r = rc_error_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	cJSON_ArrayForEach (it, claims) {
 		char path[32];
 
 		snprintf(path, sizeof(path), "claims[%zu]", c->n_claims);
-		r = parse_claim(it, &c->claims[c->n_claims++], path, err, errlen);
+		r = parse_claim(it, &c->claims[c->n_claims++], path, err);
 		if (r < 0)
 			goto fail;
 	}
-	dup = duplicate_uid(c, &r);
-	if (r < 0) {
-		r = err_fail(err, errlen, r, "out of memory");
+	r = check_unique(c, -EBADMSG, err);
+	if (r < 0)
 		goto fail;
-	}
-	if (dup) {
-		r = err_fail(err, errlen, -EBADMSG, "claims: UID %s is recorded twice", dup);
-		goto fail;
-	}
 	*ret = c;
 	return 0;
 fail:
@@ -539,44 +558,41 @@ static cJSON *claim_json(const struct dra_prepared_claim *p)
 }
 
 int dra_checkpoint_format(const struct dra_checkpoint *c, char **ret_buf, size_t *ret_len,
-			  char *err, size_t errlen)
+			  struct rc_error **err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *tree = cJSON_CreateObject();
-	const char *problem, *dup;
+	const char *problem;
 	cJSON *claims;
 	int r;
 
 	if (!c || !ret_buf || !ret_len)
-		return err_fail(err, errlen, -EINVAL, "invalid arguments");
+		return rc_error_set(err, -EINVAL, "invalid arguments");
 	if (c->n_claims > DRA_CHECKPOINT_CLAIMS_MAX)
-		return err_fail(err, errlen, -EINVAL, "more than %d claims",
-				DRA_CHECKPOINT_CLAIMS_MAX);
+		return rc_error_set(err, -EINVAL, "more than %d claims", DRA_CHECKPOINT_CLAIMS_MAX);
 	if (!tree || !cJSON_AddNumberToObject(tree, "version", CHECKPOINT_VERSION))
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	claims = cJSON_AddArrayToObject(tree, "claims");
 	if (!claims)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->n_claims; i++) {
 		cJSON *o;
 
 		/* Never write what the next start would refuse to read. */
 		problem = claim_problem(&c->claims[i]);
 		if (problem)
-			return err_fail(err, errlen, -EINVAL, "claims[%zu].%s", i, problem);
+			return rc_error_set(err, -EINVAL, "claims[%zu].%s", i, problem);
 		o = claim_json(&c->claims[i]);
 		if (!o || !cJSON_AddItemToArray(claims, o)) {
 			cJSON_Delete(o);
-			return err_fail(err, errlen, -ENOMEM, "out of memory");
+			return rc_error_set(err, -ENOMEM, "out of memory");
 		}
 	}
-	dup = duplicate_uid(c, &r);
+	r = check_unique(c, -EINVAL, err);
 	if (r < 0)
-		return err_fail(err, errlen, r, "out of memory");
-	if (dup)
-		return err_fail(err, errlen, -EINVAL, "claims: UID %s is recorded twice", dup);
+		return r;
 	r = cdi_spec_format(tree, CDI_FORMAT_JSON, ret_buf, ret_len);
 	if (r < 0)
-		return err_fail(err, errlen, r, "cannot format the checkpoint: %s", strerror(-r));
+		return rc_error_wrap(err, r, "cannot format the checkpoint");
 	return 0;
 }
 
@@ -588,93 +604,107 @@ static int empty(struct dra_checkpoint **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, char *err, size_t errlen)
+/* Opens dir/DRA_CHECKPOINT_NAME: an fd, -ENOENT when it or dir is absent (*err unset),
+ * -ELOOP for a symlink (not followed), -errno; the message names what failed. */
+static int open_checkpoint(const char *dir, const char *qdir, struct rc_error **err)
 {
-	_cleanup_close_ int dirfd = -1, fd = -1;
-	_cleanup_free_ char *buf = NULL, *qdir = NULL;
-	char perr[512];
+	_cleanup_close_ int dirfd = -1;
 	struct stat st;
+	int fd;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (dirfd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return rc_error_set(err, -ELOOP, "%s: is a symlink, not followed", qdir);
+	if (dirfd < 0)
+		return rc_error_wrap(err, -errno, "%s", qdir);
+	fd = openat(dirfd, DRA_CHECKPOINT_NAME,
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0 && errno == ELOOP)
+		return rc_error_set(
+		    err, -ELOOP,
+		    "%s/" DRA_CHECKPOINT_NAME ": is a symlink, not followed (left in place)", qdir);
+	if (fd < 0)
+		return rc_error_wrap(err, -errno, "%s/" DRA_CHECKPOINT_NAME, qdir);
+	return fd;
+}
+
+/* The file's text, when it is a regular file of a bounded size. */
+static int read_checkpoint(int fd, char **ret, size_t *ret_len, struct rc_error **err)
+{
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return rc_error_set(err, -EBADMSG, "not a regular file (left in place)");
+	if ((unsigned long long)st.st_size > DRA_CHECKPOINT_MAX_BYTES)
+		return rc_error_set(err, -EBADMSG, "larger than %u bytes (left in place)",
+				    DRA_CHECKPOINT_MAX_BYTES);
+	r = read_full_fd(fd, DRA_CHECKPOINT_MAX_BYTES, ret, ret_len);
+	if (r == -EFBIG)
+		return rc_error_set(err, -EBADMSG, "larger than %u bytes (left in place)",
+				    DRA_CHECKPOINT_MAX_BYTES);
+	return r;
+}
+
+int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, struct rc_error **err)
+{
+	_cleanup_free_ char *buf = NULL, *qdir = NULL;
+	_cleanup_close_ int fd = -1;
 	size_t len;
 	int r;
 
 	if (!dir || !*dir || !ret)
-		return err_fail(err, errlen, -EINVAL, "invalid arguments");
+		return rc_error_set(err, -EINVAL, "invalid arguments");
 	qdir = quote_untrusted(dir);
 	if (!qdir)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0 && errno == ENOENT)
-		return empty(ret) < 0 ? err_fail(err, errlen, -ENOMEM, "out of memory") : 0;
-	if (dirfd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0 &&
-	    S_ISLNK(st.st_mode))
-		return err_fail(err, errlen, -ELOOP, "%s: is a symlink, not followed", qdir);
-	if (dirfd < 0)
-		return err_fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
-
-	fd = openat(dirfd, DRA_CHECKPOINT_NAME,
-		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT)
-		return empty(ret) < 0 ? err_fail(err, errlen, -ENOMEM, "out of memory") : 0;
-	if (fd < 0 && errno == ELOOP)
-		return err_fail(
-		    err, errlen, -ELOOP,
-		    "%s/" DRA_CHECKPOINT_NAME ": is a symlink, not followed (left in place)", qdir);
+		return rc_error_set(err, -ENOMEM, "out of memory");
+	fd = open_checkpoint(dir, qdir, err);
+	if (fd == -ENOENT)
+		return empty(ret) < 0 ? rc_error_set(err, -ENOMEM, "out of memory") : 0;
 	if (fd < 0)
-		return err_fail(err, errlen, -errno, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
-				strerror(errno));
-	if (fstat(fd, &st) < 0)
-		return err_fail(err, errlen, -errno, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
-				strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return err_fail(err, errlen, -EBADMSG,
-				"%s/" DRA_CHECKPOINT_NAME ": not a regular file (left in place)",
-				qdir);
-	if ((unsigned long long)st.st_size > DRA_CHECKPOINT_MAX_BYTES)
-		return err_fail(err, errlen, -EBADMSG,
-				"%s/" DRA_CHECKPOINT_NAME ": larger than %u bytes (left in place)",
-				qdir, DRA_CHECKPOINT_MAX_BYTES);
-	r = read_full_fd(fd, DRA_CHECKPOINT_MAX_BYTES, &buf, &len);
-	if (r == -EFBIG)
-		return err_fail(err, errlen, -EBADMSG,
-				"%s/" DRA_CHECKPOINT_NAME ": larger than %u bytes (left in place)",
-				qdir, DRA_CHECKPOINT_MAX_BYTES);
+		return fd;
+	r = read_checkpoint(fd, &buf, &len, err);
 	if (r < 0)
-		return err_fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
-				strerror(-r));
-	r = dra_checkpoint_parse(buf, len, ret, perr, sizeof(perr));
+		return rc_error_wrap(err, r, "%s/" DRA_CHECKPOINT_NAME, qdir);
+	r = dra_checkpoint_parse(buf, len, ret, err);
 	if (r == -ENOMEM)
-		return err_fail(err, errlen, r, "out of memory");
+		return r;
 	if (r < 0)
-		return err_fail(err, errlen, -EBADMSG,
-				"%s/" DRA_CHECKPOINT_NAME ": %s (corrupt, left in place)", qdir,
-				perr);
+		return rc_error_wrap(err, -EBADMSG,
+				     "%s/" DRA_CHECKPOINT_NAME " (corrupt, left in place)", qdir);
 	return 0;
 }
 
-int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, char *err, size_t errlen)
+int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, struct rc_error **err)
 {
 	_cleanup_free_ char *buf = NULL, *qdir = NULL;
 	size_t len;
 	int r;
 
 	if (!c || !dir || !*dir)
-		return err_fail(err, errlen, -EINVAL, "invalid arguments");
+		return rc_error_set(err, -EINVAL, "invalid arguments");
 	qdir = quote_untrusted(dir);
 	if (!qdir)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
-	r = dra_checkpoint_format(c, &buf, &len, err, errlen);
+		return rc_error_set(err, -ENOMEM, "out of memory");
+	r = dra_checkpoint_format(c, &buf, &len, err);
 	if (r < 0)
 		return r;
 	r = cdi_write_file_atomic_mode(dir, DRA_CHECKPOINT_NAME, buf, len, NULL, 0600);
 	if (r == -ELOOP)
-		return err_fail(
-		    err, errlen, r,
-		    "%s/" DRA_CHECKPOINT_NAME ": it or its dir is a symlink, not followed", qdir);
+		return rc_error_set(
+		    err, r, "%s/" DRA_CHECKPOINT_NAME ": it or its dir is a symlink, not followed",
+		    qdir);
 	if (r == -EEXIST)
-		return err_fail(err, errlen, r,
-				"%s/" DRA_CHECKPOINT_NAME ": not a regular file, kept", qdir);
+		return rc_error_set(err, r, "%s/" DRA_CHECKPOINT_NAME ": not a regular file, kept",
+				    qdir);
 	if (r < 0)
-		return err_fail(err, errlen, r, "%s/" DRA_CHECKPOINT_NAME ": %s", qdir,
-				strerror(-r));
+		return rc_error_wrap(err, r, "%s/" DRA_CHECKPOINT_NAME, qdir);
 	return 0;
 }

@@ -67,7 +67,7 @@ static bool spec_is_claims(const cJSON *spec, const char *kind, const char *uid)
 }
 
 int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *uid,
-			 const cJSON *spec, char **ret_file, char *err, size_t errlen)
+			 const cJSON *spec, char **ret_file, struct rc_error **err)
 {
 	_cleanup_free_ char *kind = NULL, *file = NULL, *buf = NULL, *qdir = NULL;
 	char verr[512];
@@ -75,120 +75,138 @@ int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *u
 	int r;
 
 	if (!spec_dir || !*spec_dir || !spec || !ret_file)
-		return err_fail(err, errlen, -EINVAL, "claim spec: invalid arguments");
+		return rc_error_set(err, -EINVAL, "claim spec: invalid arguments");
 	kind = claim_kind(driver);
 	file = dra_claim_spec_file_name(driver, uid);
 	qdir = quote_untrusted(spec_dir);
 	if (!qdir)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	if (!kind || !file)
-		return err_fail(err, errlen, -EINVAL,
-				"claim spec: driver or UID makes no valid CDI kind, name or file");
+		return rc_error_set(
+		    err, -EINVAL,
+		    "claim spec: driver or UID makes no valid CDI kind, name or file");
 	if (!spec_is_claims(spec, kind, uid))
-		return err_fail(err, errlen, -EINVAL,
-				"claim spec: not a spec of kind %s for claim %s", kind, uid);
+		return rc_error_set(err, -EINVAL, "claim spec: not a spec of kind %s for claim %s",
+				    kind, uid);
 	r = cdi_spec_validate(spec, verr, sizeof(verr));
 	if (r == -ENOMEM)
-		return err_fail(err, errlen, r, "out of memory");
+		return rc_error_set(err, r, "out of memory");
 	if (r < 0)
-		return err_fail(err, errlen, -EINVAL, "claim spec: %s", verr);
+		return rc_error_set(err, -EINVAL, "claim spec: %s", verr);
 	r = cdi_spec_format(spec, CDI_FORMAT_JSON, &buf, &len);
 	if (r < 0)
-		return err_fail(err, errlen, r, "claim spec: cannot format it: %s", strerror(-r));
+		return rc_error_wrap(err, r, "claim spec: cannot format it");
 	r = cdi_write_file_atomic(spec_dir, file, buf, len);
 	if (r == -ELOOP)
-		return err_fail(err, errlen, r, "%s/%s: it or its dir is a symlink, not followed",
-				qdir, file);
+		return rc_error_set(err, r, "%s/%s: it or its dir is a symlink, not followed", qdir,
+				    file);
 	if (r == -EEXIST)
-		return err_fail(err, errlen, r, "%s/%s: not a regular file, kept", qdir, file);
+		return rc_error_set(err, r, "%s/%s: not a regular file, kept", qdir, file);
 	if (r < 0)
-		return err_fail(err, errlen, r, "%s/%s: %s", qdir, file, strerror(-r));
+		return rc_error_wrap(err, r, "%s/%s", qdir, file);
 	*ret_file = TAKE_PTR(file);
 	return 0;
 }
 
-int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *uid,
-			  const char *file, char *err, size_t errlen)
+/*
+ * Reads file in dirfd (a regular file, not swapped for another while read) and judges
+ * it: 1 when it is the spec of claim uid of kind (its identity in *ret_st), 0 when it is
+ * absent, -EEXIST with the reason when it is not ours, -errno (*err then unset: strerror
+ * says it).
+ */
+static int judge_file(int dirfd, const char *file, enum cdi_format fmt, const char *kind,
+		      const char *uid, struct stat *ret_st, struct rc_error **err)
 {
-	_cleanup_free_ char *kind = NULL, *own = NULL, *buf = NULL, *qdir = NULL, *qfile = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	_cleanup_close_ int dirfd = -1, fd = -1;
-	enum cdi_format fmt;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = -1;
 	struct stat st, st2;
 	char perr[256];
 	size_t len;
 	int r;
 
+	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISREG(st.st_mode))
+		return rc_error_set(err, -EEXIST, "%s, not ours: kept",
+				    S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
+	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st2) < 0)
+		return -errno;
+	if (st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)
+		return rc_error_set(err, -EEXIST, "replaced while being read, kept");
+	r = read_full_fd(fd, CDI_SPEC_MAX_BYTES, &buf, &len);
+	if (r == -EFBIG)
+		return rc_error_set(err, -EEXIST, "too large to be ours, kept");
+	if (r < 0)
+		return r;
+	r = cdi_spec_parse(buf, len, fmt, &spec, perr, sizeof(perr));
+	if (r == -ENOMEM)
+		return rc_error_set(err, r, "out of memory");
+	if (r < 0)
+		return rc_error_set(err, -EEXIST, "not a spec (%s), kept", perr);
+	if (!spec_is_claims(spec, kind, uid))
+		return rc_error_set(err, -EEXIST, "not the spec of claim %s (kind %s), kept", uid,
+				    kind);
+	*ret_st = st;
+	return 1;
+}
+
+/* Unlinks file when it is still the one judged (st): 1 removed, 0 gone meanwhile. */
+static int unlink_judged(int dirfd, const char *file, const struct stat *st, struct rc_error **err)
+{
+	struct stat now;
+
+	/* The window between this check and the unlink is left to the spec dir's
+	 * permissions. */
+	if (fstatat(dirfd, file, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (now.st_ino != st->st_ino || now.st_dev != st->st_dev)
+		return rc_error_set(err, -EEXIST, "replaced while being read, kept");
+	if (unlinkat(dirfd, file, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 1;
+}
+
+int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *uid,
+			  const char *file, struct rc_error **err)
+{
+	_cleanup_free_ char *kind = NULL, *own = NULL, *qdir = NULL, *qfile = NULL;
+	_cleanup_close_ int dirfd = -1;
+	enum cdi_format fmt;
+	struct stat st = {0};
+	int r;
+
 	if (!spec_dir || !*spec_dir)
-		return err_fail(err, errlen, -EINVAL, "claim spec: invalid arguments");
+		return rc_error_set(err, -EINVAL, "claim spec: invalid arguments");
 	kind = claim_kind(driver);
 	own = dra_claim_spec_file_name(driver, uid);
 	if (!kind || !own)
-		return err_fail(err, errlen, -EINVAL, "claim spec: driver or UID is not valid");
+		return rc_error_set(err, -EINVAL, "claim spec: driver or UID is not valid");
 	if (!file)
 		file = own;
 	qdir = quote_untrusted(spec_dir);
 	qfile = quote_untrusted(file);
 	if (!qdir || !qfile)
-		return err_fail(err, errlen, -ENOMEM, "out of memory");
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	/* A recorded name is checked as the checkpoint checks it: never a path. */
 	if (!name_is_safe(file, NAME_MAX) || file[0] == '.' ||
 	    cdi_format_from_file_name(file, &fmt) < 0)
-		return err_fail(err, errlen, -EINVAL, "claim spec: %s is not a spec file name",
-				qfile);
+		return rc_error_set(err, -EINVAL, "claim spec: %s is not a spec file name", qfile);
 
 	dirfd = open(spec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0 && errno == ENOENT)
 		return 0;
 	if (dirfd < 0)
-		return err_fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
-	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
-	}
-	if (!S_ISREG(st.st_mode))
-		return err_fail(err, errlen, -EEXIST, "%s/%s: %s, not ours: kept", qdir, qfile,
-				S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
-
-	fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
-	if (fstat(fd, &st2) < 0)
-		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
-	if (st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)
-		return err_fail(err, errlen, -EEXIST, "%s/%s: replaced while being read, kept",
-				qdir, qfile);
-	r = read_full_fd(fd, CDI_SPEC_MAX_BYTES, &buf, &len);
-	if (r == -EFBIG)
-		return err_fail(err, errlen, -EEXIST, "%s/%s: too large to be ours, kept", qdir,
-				qfile);
-	if (r < 0)
-		return err_fail(err, errlen, r, "%s/%s: %s", qdir, qfile, strerror(-r));
-	r = cdi_spec_parse(buf, len, fmt, &spec, perr, sizeof(perr));
-	if (r == -ENOMEM)
-		return err_fail(err, errlen, r, "out of memory");
-	if (r < 0)
-		return err_fail(err, errlen, -EEXIST, "%s/%s: not a spec (%s), kept", qdir, qfile,
-				perr);
-	if (!spec_is_claims(spec, kind, uid))
-		return err_fail(err, errlen, -EEXIST,
-				"%s/%s: not the spec of claim %s (kind %s), kept", qdir, qfile, uid,
-				kind);
-	/* What we judged must still be what we unlink; the window between this check and
-	 * the unlink is left to the spec dir's permissions. */
-	if (fstatat(dirfd, file, &st2, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
-	}
-	if (st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)
-		return err_fail(err, errlen, -EEXIST, "%s/%s: replaced while being read, kept",
-				qdir, qfile);
-	if (unlinkat(dirfd, file, 0) < 0 && errno != ENOENT)
-		return err_fail(err, errlen, -errno, "%s/%s: %s", qdir, qfile, strerror(errno));
+		return rc_error_wrap(err, -errno, "%s", qdir);
+	/* What we judged must still be what we unlink. */
+	r = judge_file(dirfd, file, fmt, kind, uid, &st, err);
+	if (r > 0)
+		r = unlink_judged(dirfd, file, &st, err);
+	if (r <= 0)
+		return r < 0 ? rc_error_wrap(err, r, "%s/%s", qdir, qfile) : 0;
 	/* The removal must survive a crash like the write did. */
 	if (fsync(dirfd) < 0)
-		return err_fail(err, errlen, -errno, "%s: %s", qdir, strerror(errno));
+		return rc_error_wrap(err, -errno, "%s", qdir);
 	return 1;
 }

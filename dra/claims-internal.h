@@ -17,14 +17,14 @@
  * "adminAccess" (optional boolean, written when true; absent = false)}]}]}. The optional keys came
  * later: a checkpoint without them (an older release's) reads as before. Unknown keys, duplicate
  * keys or UIDs, wrong types, empty or unbounded strings and lists are -EBADMSG with "<path>:
- * reason" (or "line:column: reason" for text that is not JSON) in err; -ENOMEM.
+ * reason" (or "line:column: reason" for text that is not JSON) in *err; -ENOMEM.
  */
-int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **ret, char *err,
-			 size_t errlen);
+int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **ret,
+			 struct rc_error **err);
 /* The text dra_checkpoint_save writes (malloc'd, NUL-terminated): 0, -EINVAL for a
  * checkpoint dra_checkpoint_parse would refuse, -ENOMEM. */
 int dra_checkpoint_format(const struct dra_checkpoint *c, char **ret_buf, size_t *ret_len,
-			  char *err, size_t errlen);
+			  struct rc_error **err);
 
 /* A deep copy; NULL on OOM. */
 struct dra_prepared_claim *dra_prepared_claim_copy(const struct dra_prepared_claim *p);

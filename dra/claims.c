@@ -50,7 +50,7 @@ static const char *claim_who(const cJSON *claim, char who[static WHO_MAX])
 /* A string field: *ret NULL when absent or null (and !required); refused when it is
  * something else, empty, longer than max or not UTF-8. */
 static int get_string(const cJSON *obj, const char *key, size_t max, bool required,
-		      const char **ret, const char *who, const char *path, char *err, size_t errlen)
+		      const char **ret, const char *path, struct rc_error **err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 	size_t n;
@@ -59,24 +59,22 @@ static int get_string(const cJSON *obj, const char *key, size_t max, bool requir
 	if (!v || cJSON_IsNull(v)) {
 		if (!required)
 			return 0;
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: missing", who, path, key);
+		return rc_error_set(err, -EINVAL, "%s.%s: missing", path, key);
 	}
 	if (!cJSON_IsString(v) || !v->valuestring)
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: not a string", who, path,
-				key);
+		return rc_error_set(err, -EINVAL, "%s.%s: not a string", path, key);
 	n = strnlen(v->valuestring, max + 1);
 	if (n == 0 || n > max)
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: %s", who, path, key,
-				n ? "too long" : "empty");
+		return rc_error_set(err, -EINVAL, "%s.%s: %s", path, key, n ? "too long" : "empty");
 	if (!text_is_utf8(v->valuestring, n))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.%s: not UTF-8", who, path, key);
+		return rc_error_set(err, -EINVAL, "%s.%s: not UTF-8", path, key);
 	*ret = v->valuestring;
 	return 0;
 }
 
 /* An object member: NULL when absent or null; refused when it is no object. */
-static int get_object(const cJSON *obj, const char *key, const cJSON **ret, const char *who,
-		      const char *path, char *err, size_t errlen)
+static int get_object(const cJSON *obj, const char *key, const cJSON **ret, const char *path,
+		      struct rc_error **err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -84,8 +82,8 @@ static int get_object(const cJSON *obj, const char *key, const cJSON **ret, cons
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsObject(v))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s%s%s: not an object", who, path,
-				*path ? "." : "", key);
+		return rc_error_set(err, -EINVAL, "%s%s%s: not an object", path, *path ? "." : "",
+				    key);
 	*ret = v;
 	return 0;
 }
@@ -119,25 +117,22 @@ static bool request_name_ok(const char *s)
 }
 
 /* Does toleration t tolerate the NoSchedule taint key (see struct dra_result)? */
-static int tolerates(const cJSON *t, const char *key, bool *ret, const char *who, const char *path,
-		     char *err, size_t errlen)
+static int tolerates(const cJSON *t, const char *key, bool *ret, const char *path,
+		     struct rc_error **err)
 {
 	const char *tkey, *op, *value, *effect;
 	bool exists;
 	int r;
 
 	if (!cJSON_IsObject(t))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s: not an object", who, path);
-	r = get_string(t, "key", DRA_CLAIM_STRING_MAX, false, &tkey, who, path, err, errlen);
+		return rc_error_set(err, -EINVAL, "%s: not an object", path);
+	r = get_string(t, "key", DRA_CLAIM_STRING_MAX, false, &tkey, path, err);
 	if (r >= 0)
-		r = get_string(t, "operator", DRA_CLAIM_STRING_MAX, false, &op, who, path, err,
-			       errlen);
+		r = get_string(t, "operator", DRA_CLAIM_STRING_MAX, false, &op, path, err);
 	if (r >= 0)
-		r = get_string(t, "value", DRA_CLAIM_STRING_MAX, false, &value, who, path, err,
-			       errlen);
+		r = get_string(t, "value", DRA_CLAIM_STRING_MAX, false, &value, path, err);
 	if (r >= 0)
-		r = get_string(t, "effect", DRA_CLAIM_STRING_MAX, false, &effect, who, path, err,
-			       errlen);
+		r = get_string(t, "effect", DRA_CLAIM_STRING_MAX, false, &effect, path, err);
 	if (r < 0)
 		return r;
 	*ret = false;
@@ -154,65 +149,70 @@ static int tolerates(const cJSON *t, const char *key, bool *ret, const char *who
 	return 0;
 }
 
-static int parse_result(const cJSON *res, const char *taint_key, struct dra_result *out,
-			const char *who, const char *path, char *err, size_t errlen)
+/* Whether any of the result's tolerations tolerates the taint key. */
+static int tolerates_any(const cJSON *res, const char *key, bool *ret, const char *path,
+			 struct rc_error **err)
 {
-	const char *request, *device, *share_id;
-	const cJSON *admin, *tols, *t;
+	const cJSON *tols = cJSON_GetObjectItemCaseSensitive(res, "tolerations"), *t;
 	char tpath[128];
 	size_t i = 0;
 	int r;
 
-	r = get_string(res, "request", DRA_CLAIM_STRING_MAX, true, &request, who, path, err,
-		       errlen);
-	if (r < 0)
-		return r;
-	if (!request_name_ok(request))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.request: not a request name",
-				who, path);
-	r = get_string(res, "device", DRA_DEVICE_NAME_MAX, true, &device, who, path, err, errlen);
-	if (r < 0)
-		return r;
-	if (!name_is_safe(device, DRA_DEVICE_NAME_MAX))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.device: not a device name", who,
-				path);
-	r = get_string(res, "shareID", DRA_SHARE_ID_MAX, false, &share_id, who, path, err, errlen);
-	if (r < 0)
-		return r;
-	/* It goes back to the kubelet and into the checkpoint: a UUID, nothing else. */
-	if (share_id && !dra_share_id_is_valid(share_id))
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: %s.shareID: not a UUID (hex digits and '-')", who, path);
-	admin = cJSON_GetObjectItemCaseSensitive(res, "adminAccess");
-	if (admin && !cJSON_IsNull(admin) && !cJSON_IsBool(admin))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.adminAccess: not a boolean",
-				who, path);
-	out->admin_access = cJSON_IsTrue(admin);
-
-	out->tolerates_unhealthy = false;
-	tols = cJSON_GetObjectItemCaseSensitive(res, "tolerations");
+	*ret = false;
 	if (tols && !cJSON_IsNull(tols) && !cJSON_IsArray(tols))
-		return err_fail(err, errlen, -EINVAL, "claim %s: %s.tolerations: not a list", who,
-				path);
+		return rc_error_set(err, -EINVAL, "%s.tolerations: not a list", path);
 	cJSON_ArrayForEach (t, tols) {
 		bool yes = false;
 
 		if (i >= DRA_TOLERATIONS_MAX)
-			return err_fail(err, errlen, -EINVAL,
-					"claim %s: %s.tolerations: more than %d", who, path,
-					DRA_TOLERATIONS_MAX);
+			return rc_error_set(err, -EINVAL, "%s.tolerations: more than %d", path,
+					    DRA_TOLERATIONS_MAX);
 		snprintf(tpath, sizeof(tpath), "%s.tolerations[%zu]", path, i++);
-		r = tolerates(t, taint_key, &yes, who, tpath, err, errlen);
+		r = tolerates(t, key, &yes, tpath, err);
 		if (r < 0)
 			return r;
-		out->tolerates_unhealthy |= yes;
+		*ret |= yes;
 	}
+	return 0;
+}
+
+static int parse_result(const cJSON *res, const char *taint_key, struct dra_result *out,
+			const char *path, struct rc_error **err)
+{
+	const char *request, *device, *share_id;
+	const cJSON *admin;
+	int r;
+
+	r = get_string(res, "request", DRA_CLAIM_STRING_MAX, true, &request, path, err);
+	if (r < 0)
+		return r;
+	if (!request_name_ok(request))
+		return rc_error_set(err, -EINVAL, "%s.request: not a request name", path);
+	r = get_string(res, "device", DRA_DEVICE_NAME_MAX, true, &device, path, err);
+	if (r < 0)
+		return r;
+	if (!name_is_safe(device, DRA_DEVICE_NAME_MAX))
+		return rc_error_set(err, -EINVAL, "%s.device: not a device name", path);
+	r = get_string(res, "shareID", DRA_SHARE_ID_MAX, false, &share_id, path, err);
+	if (r < 0)
+		return r;
+	/* It goes back to the kubelet and into the checkpoint: a UUID, nothing else. */
+	if (share_id && !dra_share_id_is_valid(share_id))
+		return rc_error_set(err, -EINVAL, "%s.shareID: not a UUID (hex digits and '-')",
+				    path);
+	admin = cJSON_GetObjectItemCaseSensitive(res, "adminAccess");
+	if (admin && !cJSON_IsNull(admin) && !cJSON_IsBool(admin))
+		return rc_error_set(err, -EINVAL, "%s.adminAccess: not a boolean", path);
+	out->admin_access = cJSON_IsTrue(admin);
+	r = tolerates_any(res, taint_key, &out->tolerates_unhealthy, path, err);
+	if (r < 0)
+		return r;
 
 	out->request = strdup(request);
 	out->device = strdup(device);
 	out->share_id = share_id ? strdup(share_id) : NULL;
 	if (!out->request || !out->device || (share_id && !out->share_id))
-		return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -228,101 +228,118 @@ void dra_results_free(struct dra_result *r, size_t n)
 	free(r);
 }
 
-int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, const char *pool,
-		      struct dra_result **ret, size_t *ret_n, char *err, size_t errlen)
+/* The claim's status.allocation.devices.results (*ret NULL when there are none), once its
+ * metadata names uid and it is allocated. */
+static int results_list(const cJSON *claim, const char *uid, const cJSON **ret,
+			struct rc_error **err)
 {
-	const cJSON *md, *status, *alloc, *devices, *results, *res;
-	_cleanup_free_ char *taint_key = NULL;
-	struct dra_result *out = NULL;
-	char who[WHO_MAX], a[160], b[160];
+	const cJSON *md, *status, *alloc, *devices, *results;
 	const char *muid;
-	size_t n = 0, i = 0;
+	char a[160], b[160];
 	int r;
 
-	if (!uid || !driver || !pool || !ret || !ret_n)
-		return err_fail(err, errlen, -EINVAL, "claim: invalid arguments");
-	if (!cJSON_IsObject(claim))
-		return err_fail(err, errlen, -EINVAL, "claim %s: not a JSON object",
-				esc(a, sizeof(a), uid));
-	claim_who(claim, who);
-
-	r = get_object(claim, "metadata", &md, who, "", err, errlen);
-	if (r < 0)
-		return r;
-	r = get_string(md, "uid", DRA_UID_MAX, true, &muid, who, "metadata", err, errlen);
+	r = get_object(claim, "metadata", &md, "", err);
+	if (r >= 0)
+		r = get_string(md, "uid", DRA_UID_MAX, true, &muid, "metadata", err);
 	if (r < 0)
 		return r;
 	if (strcmp(muid, uid) != 0)
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: UID %s differs from the kubelet's %s", who,
-				esc(a, sizeof(a), muid), esc(b, sizeof(b), uid));
-
-	r = get_object(claim, "status", &status, who, "", err, errlen);
+		return rc_error_set(err, -EINVAL, "UID %s differs from the kubelet's %s",
+				    esc(a, sizeof(a), muid), esc(b, sizeof(b), uid));
+	r = get_object(claim, "status", &status, "", err);
 	if (r >= 0)
-		r = get_object(status, "allocation", &alloc, who, "status", err, errlen);
+		r = get_object(status, "allocation", &alloc, "status", err);
 	if (r < 0)
 		return r;
 	if (!alloc)
-		return err_fail(err, errlen, -ENOENT, "claim %s: is not allocated", who);
-	r = get_object(alloc, "devices", &devices, who, "status.allocation", err, errlen);
+		return rc_error_set(err, -ENOENT, "is not allocated");
+	r = get_object(alloc, "devices", &devices, "status.allocation", err);
 	if (r < 0)
 		return r;
 	results = cJSON_GetObjectItemCaseSensitive(devices, "results");
 	if (results && !cJSON_IsNull(results) && !cJSON_IsArray(results))
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: status.allocation.devices.results: not a list", who);
+		return rc_error_set(err, -EINVAL, "status.allocation.devices.results: not a list");
+	*ret = results;
+	return 0;
+}
 
-	taint_key = strdup_printf("%s" DRA_TAINT_SUFFIX, driver);
+/* The results of driver in pool, parsed; the others are read no further. */
+static int take_results(const cJSON *results, const char *driver, const char *pool,
+			struct dra_result **ret, size_t *ret_n, struct rc_error **err)
+{
+	_cleanup_free_ char *taint_key = strdup_printf("%s" DRA_TAINT_SUFFIX, driver);
+	struct dra_result *out = NULL;
+	const cJSON *res;
+	size_t n = 0, i = 0;
+	int r = 0;
+
 	if (!taint_key)
-		return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	cJSON_ArrayForEach (res, results) {
 		const char *rdriver, *rpool;
 		char path[64];
 
 		if (i >= DRA_RESULTS_MAX) {
-			r = err_fail(err, errlen, -EINVAL,
-				     "claim %s: status.allocation.devices.results: more than %d",
-				     who, DRA_RESULTS_MAX);
-			goto fail;
+			r = rc_error_set(err, -EINVAL,
+					 "status.allocation.devices.results: more than %d",
+					 DRA_RESULTS_MAX);
+			break;
 		}
 		snprintf(path, sizeof(path), "status.allocation.devices.results[%zu]", i++);
 		if (!cJSON_IsObject(res)) {
-			r = err_fail(err, errlen, -EINVAL, "claim %s: %s: not an object", who,
-				     path);
-			goto fail;
+			r = rc_error_set(err, -EINVAL, "%s: not an object", path);
+			break;
 		}
-		r = get_string(res, "driver", DRA_CLAIM_STRING_MAX, true, &rdriver, who, path, err,
-			       errlen);
+		r = get_string(res, "driver", DRA_CLAIM_STRING_MAX, true, &rdriver, path, err);
 		if (r >= 0)
-			r = get_string(res, "pool", DRA_CLAIM_STRING_MAX, true, &rpool, who, path,
-				       err, errlen);
+			r = get_string(res, "pool", DRA_CLAIM_STRING_MAX, true, &rpool, path, err);
 		if (r < 0)
-			goto fail;
+			break;
 		if (strcmp(rdriver, driver) != 0 || strcmp(rpool, pool) != 0)
 			continue;
-		if (!out) {
-			out = calloc(DRA_RESULTS_MAX, sizeof(*out));
-			if (!out) {
-				r = err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
-				goto fail;
-			}
+		if (!out && !(out = calloc(DRA_RESULTS_MAX, sizeof(*out)))) {
+			r = rc_error_set(err, -ENOMEM, "out of memory");
+			break;
 		}
 		/* n counts the entry before it is filled: a half-filled one is freed too. */
-		r = parse_result(res, taint_key, &out[n++], who, path, err, errlen);
+		r = parse_result(res, taint_key, &out[n++], path, err);
 		if (r < 0)
-			goto fail;
+			break;
 	}
-	if (n == 0)
-		return err_fail(err, errlen, -ENOENT,
-				"claim %s: holds no device of driver %s in pool %s", who,
-				esc(a, sizeof(a), driver), esc(b, sizeof(b), pool));
+	if (r < 0) {
+		dra_results_free(out, n);
+		return r;
+	}
 	*ret = out;
 	*ret_n = n;
 	return 0;
+}
 
-fail:
-	dra_results_free(out, n);
-	return r;
+int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, const char *pool,
+		      struct dra_result **ret, size_t *ret_n, struct rc_error **err)
+{
+	const cJSON *results = NULL;
+	struct dra_result *out = NULL;
+	char who[WHO_MAX], a[160], b[160];
+	size_t n = 0;
+	int r;
+
+	if (!uid || !driver || !pool || !ret || !ret_n)
+		return rc_error_set(err, -EINVAL, "claim: invalid arguments");
+	if (!cJSON_IsObject(claim))
+		return rc_error_set(err, -EINVAL, "claim %s: not a JSON object",
+				    esc(a, sizeof(a), uid));
+	r = results_list(claim, uid, &results, err);
+	if (r >= 0)
+		r = take_results(results, driver, pool, &out, &n, err);
+	if (r >= 0 && n == 0)
+		r = rc_error_set(err, -ENOENT, "holds no device of driver %s in pool %s",
+				 esc(a, sizeof(a), driver), esc(b, sizeof(b), pool));
+	if (r < 0)
+		return rc_error_wrap(err, r, "claim %s", claim_who(claim, who));
+	*ret = out;
+	*ret_n = n;
+	return 0;
 }
 
 /* ---- prepare ---------------------------------------------------------------------- */
@@ -455,33 +472,31 @@ static bool same_share(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* Why the device of result res may not be prepared, as err_fail() returns it; 0 when it may. */
-static int check_device(const struct dra_checkpoint *c, const struct dra_inventory *inv,
-			const struct dra_result *res, const struct dra_hca *h, const char *uid,
-			const char *who, char *err, size_t errlen)
+/* Why the device h of result res may not be prepared, as rc_error_set() returns it; 0 when
+ * it may. */
+static int check_device(const struct dra_prepare_input *in, const struct dra_result *res,
+			const struct dra_hca *h, struct rc_error **err)
 {
 	char a[96], b[160];
 	const char *holder;
 
 	if (!h)
-		return err_fail(err, errlen, -ENODEV,
-				"claim %s: device %s is not on this node (anymore)", who,
-				esc(a, sizeof(a), res->device));
+		return rc_error_set(err, -ENODEV, "device %s is not on this node (anymore)",
+				    esc(a, sizeof(a), res->device));
 	/* An inventory that lost either would hand the kubelet a name nothing resolves. */
 	if (!h->d || !h->cdi_id[0])
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: device %s has no RDMA device or CDI ID", who, h->name);
+		return rc_error_set(err, -EINVAL, "device %s has no RDMA device or CDI ID",
+				    h->name);
 	/* Admin access reaches a device whoever holds it (monitoring, diagnostics). */
-	holder = c && !dra_hca_shared(inv, h) && !res->admin_access
-		     ? dra_checkpoint_holder(c, h->name, uid)
+	holder = in->ckpt && !dra_hca_shared(in->inv, h) && !res->admin_access
+		     ? dra_checkpoint_holder(in->ckpt, h->name, in->uid)
 		     : NULL;
 	if (holder)
-		return err_fail(err, errlen, -EBUSY,
-				"claim %s: device %s is already prepared for claim %s", who,
-				h->name, esc(b, sizeof(b), holder));
+		return rc_error_set(err, -EBUSY, "device %s is already prepared for claim %s",
+				    h->name, esc(b, sizeof(b), holder));
 	if (!h->healthy && !res->tolerates_unhealthy)
-		return err_fail(err, errlen, -EIO, "claim %s: device %s is unhealthy (%s)", who,
-				h->name, esc(b, sizeof(b), h->reason[0] ? h->reason : "unknown"));
+		return rc_error_set(err, -EIO, "device %s is unhealthy (%s)", h->name,
+				    esc(b, sizeof(b), h->reason[0] ? h->reason : "unknown"));
 	return 0;
 }
 
@@ -493,74 +508,55 @@ static bool claim_text_ok(const char *s)
 	return n > 0 && n <= DRA_CLAIM_STRING_MAX && text_is_utf8(s, n);
 }
 
-int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv, const char *driver,
-		const char *ns, const char *name, const char *uid, const struct dra_result *results,
-		size_t n_results, struct dra_prepared_claim **ret, cJSON **ret_spec, char *err,
-		size_t errlen)
+/* The number of results, the kind the driver makes (*ret_kind) and each result's device. */
+static int check_results(const struct dra_prepare_input *in, char **ret_kind, struct rc_error **err)
 {
-	struct dra_prepared_claim *p = NULL;
-	_cleanup_free_ const struct dra_hca **hcas = NULL, **dev_hca = NULL;
 	_cleanup_free_ char *kind = NULL;
-	size_t n_hcas = 0;
-	char who[WHO_MAX], a[96], b[240], verr[512];
-	cJSON *spec = NULL;
-	const struct dra_prepared_claim *old;
+	char b[240];
 	int r;
 
-	if (!inv || !driver || !ns || !name || !uid || !ret || !ret_spec || (!results && n_results))
-		return err_fail(err, errlen, -EINVAL, "claim: invalid arguments");
-	snprintf(who, sizeof(who), "%s/%s", esc(a, sizeof(a), ns), esc(b, sizeof(b), name));
-	if (!dra_uid_is_valid(uid))
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: UID %s is not a valid CDI device name", who,
-				esc(b, sizeof(b), uid));
-	if (!claim_text_ok(ns) || !claim_text_ok(name))
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: namespace or name is too long or not UTF-8", who);
-
-	old = dra_checkpoint_find(c, uid);
-	if (old) {
-		p = dra_prepared_claim_copy(old);
-		if (!p)
-			return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
-		*ret = p;
-		*ret_spec = NULL;
-		return 1;
-	}
-
-	if (n_results == 0 || n_results > DRA_RESULTS_MAX)
-		return err_fail(err, errlen, -EINVAL, "claim %s: %zu results (1..%d)", who,
-				n_results, DRA_RESULTS_MAX);
-	kind = strdup_printf("%s/" DRA_CLAIM_KIND_CLASS, driver);
+	if (in->n_results == 0 || in->n_results > DRA_RESULTS_MAX)
+		return rc_error_set(err, -EINVAL, "%zu results (1..%d)", in->n_results,
+				    DRA_RESULTS_MAX);
+	kind = strdup_printf("%s/" DRA_CLAIM_KIND_CLASS, in->driver);
 	if (!kind)
-		return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+		return rc_error_set(err, -ENOMEM, "out of memory");
 	if (!cdi_kind_is_valid(kind))
-		return err_fail(err, errlen, -EINVAL, "claim %s: driver %s makes no valid CDI kind",
-				who, esc(b, sizeof(b), driver));
+		return rc_error_set(err, -EINVAL, "driver %s makes no valid CDI kind",
+				    esc(b, sizeof(b), in->driver));
+	for (size_t i = 0; i < in->n_results; i++) {
+		const struct dra_hca *h = dra_inventory_find(in->inv, in->results[i].device);
 
-	for (size_t i = 0; i < n_results; i++) {
-		const struct dra_hca *h = dra_inventory_find(inv, results[i].device);
-
-		r = check_device(c, inv, &results[i], h, uid, who, err, errlen);
+		r = check_device(in, &in->results[i], h, err);
 		if (r < 0)
 			return r;
 	}
+	*ret_kind = TAKE_PTR(kind);
+	return 0;
+}
 
-	/* hcas: each HCA once, for the env; dev_hca: the HCA of each prepared device. */
-	hcas = calloc(n_results, sizeof(*hcas));
-	dev_hca = calloc(n_results, sizeof(*dev_hca));
-	p = calloc(1, sizeof(*p));
-	if (!hcas || !dev_hca || !p)
+/* The prepared claim of checked results; hcas (room for n_results) gets each HCA once, for
+ * the env. Returns 0 or -ENOMEM. */
+static int prepared_new(const struct dra_prepare_input *in, const struct dra_hca **hcas,
+			size_t *ret_n_hcas, struct dra_prepared_claim **ret)
+{
+	/* The HCA of each prepared device. */
+	_cleanup_free_ const struct dra_hca **dev_hca = calloc(in->n_results, sizeof(*dev_hca));
+	struct dra_prepared_claim *p = calloc(1, sizeof(*p));
+	size_t n_hcas = 0;
+	int r;
+
+	if (!dev_hca || !p)
 		goto oom;
-	p->uid = strdup(uid);
-	p->namespace = strdup(ns);
-	p->name = strdup(name);
-	p->devices = calloc(n_results, sizeof(*p->devices));
+	p->uid = strdup(in->uid);
+	p->namespace = strdup(in->namespace);
+	p->name = strdup(in->name);
+	p->devices = calloc(in->n_results, sizeof(*p->devices));
 	if (!p->uid || !p->namespace || !p->name || !p->devices)
 		goto oom;
-	for (size_t i = 0; i < n_results; i++) {
-		const struct dra_result *res = &results[i];
-		const struct dra_hca *h = dra_inventory_find(inv, res->device);
+	for (size_t i = 0; i < in->n_results; i++) {
+		const struct dra_result *res = &in->results[i];
+		const struct dra_hca *h = dra_inventory_find(in->inv, res->device);
 		size_t j = 0, k = 0;
 
 		while (j < p->n_devices &&
@@ -572,7 +568,7 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 			r = add_request(&p->devices[j], res->request);
 		} else {
 			dev_hca[p->n_devices++] = h;
-			r = new_device(&p->devices[j], h, driver, uid, res, n_results);
+			r = new_device(&p->devices[j], h, in->driver, in->uid, res, in->n_results);
 		}
 		if (r < 0)
 			goto oom;
@@ -581,24 +577,75 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 		if (k == n_hcas)
 			hcas[n_hcas++] = h;
 	}
-
-	r = build_spec(inv, kind, uid, hcas, n_hcas, &spec);
-	if (r < 0)
-		goto oom;
-	r = cdi_spec_validate(spec, verr, sizeof(verr));
-	if (r < 0) {
-		cJSON_Delete(spec);
-		dra_prepared_claim_free(p);
-		if (r == -ENOMEM)
-			return err_fail(err, errlen, r, "claim %s: out of memory", who);
-		return err_fail(err, errlen, -EINVAL,
-				"claim %s: the claim's CDI spec is invalid: %s", who, verr);
-	}
 	*ret = p;
-	*ret_spec = spec;
+	*ret_n_hcas = n_hcas;
 	return 0;
-
 oom:
 	dra_prepared_claim_free(p);
-	return err_fail(err, errlen, -ENOMEM, "claim %s: out of memory", who);
+	return -ENOMEM;
+}
+
+/* dra_prepare() without the claim's name in front of the message. */
+static int prepare_claim(const struct dra_prepare_input *in, struct dra_prepared_claim **ret,
+			 cJSON **ret_spec, struct rc_error **err)
+{
+	_cleanup_free_ const struct dra_hca **hcas = NULL;
+	_cleanup_free_ char *kind = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	const struct dra_prepared_claim *old;
+	struct dra_prepared_claim *p = NULL;
+	char b[240], verr[512] = "";
+	size_t n_hcas = 0;
+	int r;
+
+	if (!dra_uid_is_valid(in->uid))
+		return rc_error_set(err, -EINVAL, "UID %s is not a valid CDI device name",
+				    esc(b, sizeof(b), in->uid));
+	if (!claim_text_ok(in->namespace) || !claim_text_ok(in->name))
+		return rc_error_set(err, -EINVAL, "namespace or name is too long or not UTF-8");
+	old = dra_checkpoint_find(in->ckpt, in->uid);
+	if (old) {
+		p = dra_prepared_claim_copy(old);
+		if (!p)
+			return rc_error_set(err, -ENOMEM, "out of memory");
+		*ret = p;
+		*ret_spec = NULL;
+		return 1;
+	}
+	r = check_results(in, &kind, err);
+	if (r < 0)
+		return r;
+	hcas = calloc(in->n_results, sizeof(*hcas));
+	r = hcas ? prepared_new(in, hcas, &n_hcas, &p) : -ENOMEM;
+	if (r >= 0)
+		r = build_spec(in->inv, kind, in->uid, hcas, n_hcas, &spec);
+	if (r >= 0)
+		r = cdi_spec_validate(spec, verr, sizeof(verr));
+	if (r < 0) {
+		dra_prepared_claim_free(p);
+		if (r == -ENOMEM)
+			return rc_error_set(err, r, "out of memory");
+		return rc_error_set(err, -EINVAL, "the claim's CDI spec is invalid: %s", verr);
+	}
+	*ret = p;
+	*ret_spec = TAKE_PTR(spec);
+	return 0;
+}
+
+int dra_prepare(const struct dra_prepare_input *in, struct dra_prepared_claim **ret,
+		cJSON **ret_spec, struct rc_error **err)
+{
+	char who[WHO_MAX], a[96], b[240];
+	int r;
+
+	if (!in || !in->inv || !in->driver || !in->namespace || !in->name || !in->uid || !ret ||
+	    !ret_spec || (!in->results && in->n_results))
+		return rc_error_set(err, -EINVAL, "claim: invalid arguments");
+	r = prepare_claim(in, ret, ret_spec, err);
+	if (r < 0) {
+		snprintf(who, sizeof(who), "%s/%s", esc(a, sizeof(a), in->namespace),
+			 esc(b, sizeof(b), in->name));
+		return rc_error_wrap(err, r, "claim %s", who);
+	}
+	return r;
 }

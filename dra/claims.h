@@ -3,7 +3,8 @@
  * claims: NodePrepareResources/NodeUnprepareResources as pure logic over the inventory,
  * plus what they keep on disk - the checkpoint (what is prepared, so that Unprepare works
  * after a restart, a SIGKILL, or the claim's deletion) and one transient CDI spec per
- * claim. No sockets, no threads, no logging; errors are one line in err.
+ * claim. No sockets, no threads, no logging; a failure sets *err (common/rc-error.h) to one
+ * line naming its cause.
  *
  * Per-claim spec: kind "<driver>/claim" (DRA_CLAIM_KIND_CLASS), one device named by the
  * claim UID, file "<driver>-claim_<uid>.json" in the spec dir, whose env carries
@@ -23,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "inventory.h"
+#include "rc-error.h"
 
 /* Bounds on what a claim, the kubelet or the checkpoint hands us. */
 #define DRA_UID_MAX 128		 /* a claim UID (a UUID has 36 characters) */
@@ -64,7 +66,7 @@ struct dra_result {
  * drivers or pools are skipped unread beyond driver and pool.
  */
 int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, const char *pool,
-		      struct dra_result **ret, size_t *ret_n, char *err, size_t errlen);
+		      struct dra_result **ret, size_t *ret_n, struct rc_error **err);
 void dra_results_free(struct dra_result *r, size_t n);
 
 /* One device as prepared for a claim. */
@@ -97,10 +99,10 @@ struct dra_checkpoint {
  * operator (never overwritten without notice: the caller logs and decides). Symlinks are
  * not followed: a symlink is -ELOOP, anything but a regular file -EBADMSG.
  */
-int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, char *err, size_t errlen);
+int dra_checkpoint_load(const char *dir, struct dra_checkpoint **ret, struct rc_error **err);
 /* Writes it atomically (temp file, fsync, rename, fsync dir; mode 0600; creates dir;
  * a symlink in its place is -ELOOP and kept). */
-int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, char *err, size_t errlen);
+int dra_checkpoint_save(const struct dra_checkpoint *c, const char *dir, struct rc_error **err);
 void dra_checkpoint_free(struct dra_checkpoint *c);
 const struct dra_prepared_claim *dra_checkpoint_find(const struct dra_checkpoint *c,
 						     const char *uid);
@@ -109,27 +111,35 @@ const struct dra_prepared_claim *dra_checkpoint_find(const struct dra_checkpoint
 const char *dra_checkpoint_holder(const struct dra_checkpoint *c, const char *device,
 				  const char *uid);
 
+/* What dra_prepare() decides over. */
+struct dra_prepare_input {
+	const struct dra_checkpoint *ckpt; /* what is prepared; NULL: nothing yet */
+	const struct dra_inventory *inv;
+	const char *driver;
+	const char *namespace, *name, *uid; /* the claim, as the kubelet names it */
+	const struct dra_result *results;   /* from dra_claim_results() */
+	size_t n_results;
+};
+
 /*
- * Prepares one claim: checks each result's device exists in inv and is not held by
+ * Prepares one claim: checks each result's device exists in in->inv and is not held by
  * another claim (unless its pool is shared or the result has admin access) and is
  * healthy (unless the result tolerates the unhealthy taint), then builds the prepared
  * claim (the HCA's cdi_id, then "<driver>/claim=<uid>"; results naming one device with
  * the same share ID for several requests make one device with several requests, admin
  * only when all of them are; another share ID makes another device) and the per-claim
  * spec (*ret_spec, validated; caller writes it with dra_claim_spec_write). Does not
- * touch c: the caller adds the entry once the spec is on disk and saves. Returns 0, or 1 when uid is already prepared: then
- * *ret is a copy of the recorded answer and *ret_spec NULL (idempotent). With the reason
- * ("claim default/c1: device pci-0000-3b-00-0 is ..."): -ENODEV not on this node
- * (anymore), -EBUSY already prepared for claim <uid>, -EIO unhealthy (<reason>), -EINVAL
- * (no results or more than DRA_RESULTS_MAX, a UID that is no CDI device name or longer
- * than DRA_UID_MAX or holds "..", a namespace or name that is empty, over
- * DRA_CLAIM_STRING_MAX or not UTF-8, a driver that makes no CDI kind), -ENOMEM. c may be
- * NULL (nothing prepared yet).
+ * touch in->ckpt: the caller adds the entry once the spec is on disk and saves. Returns
+ * 0, or 1 when uid is already prepared: then *ret is a copy of the recorded answer and
+ * *ret_spec NULL (idempotent). With the reason ("claim default/c1: device
+ * pci-0000-3b-00-0 is ..."): -ENODEV not on this node (anymore), -EBUSY already prepared
+ * for claim <uid>, -EIO unhealthy (<reason>), -EINVAL (no results or more than
+ * DRA_RESULTS_MAX, a UID that is no CDI device name or longer than DRA_UID_MAX or holds
+ * "..", a namespace or name that is empty, over DRA_CLAIM_STRING_MAX or not UTF-8, a
+ * driver that makes no CDI kind), -ENOMEM.
  */
-int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv, const char *driver,
-		const char *ns, const char *name, const char *uid, const struct dra_result *results,
-		size_t n_results, struct dra_prepared_claim **ret, cJSON **ret_spec, char *err,
-		size_t errlen);
+int dra_prepare(const struct dra_prepare_input *in, struct dra_prepared_claim **ret,
+		cJSON **ret_spec, struct rc_error **err);
 /* Adds p (ownership taken, also on failure; replaces an entry of the same UID): 0,
  * -ENOMEM, -EINVAL (NULL c or p). Removes uid: 1, or 0 when absent. */
 int dra_checkpoint_add(struct dra_checkpoint *c, struct dra_prepared_claim *p);
@@ -139,10 +149,10 @@ void dra_prepared_claim_free(struct dra_prepared_claim *p);
 /* Writes the per-claim spec into spec_dir; *ret_file its base name (malloc'd). The
  * spec must be valid, of kind "<driver>/claim" with the one device uid. */
 int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *uid,
-			 const cJSON *spec, char **ret_file, char *err, size_t errlen);
+			 const cJSON *spec, char **ret_file, struct rc_error **err);
 /* Removes it when it is ours: 1 removed, 0 absent, -EEXIST and kept when not ours (a
  * symlink, not a regular file, not a spec of our kind with the one device uid). file
  * NULL = the name dra_claim_spec_write gives; else the recorded base name (no '/', not
  * hidden, *.json or *.yaml). */
 int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *uid,
-			  const char *file, char *err, size_t errlen);
+			  const char *file, struct rc_error **err);

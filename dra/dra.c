@@ -362,12 +362,10 @@ static void batch_answer(struct dra *d, struct dra_batch *b, size_t i,
 /* Logs a failure too: the file lags behind memory until a save succeeds. */
 static int save_checkpoint(struct dra *d, struct rc_error **err)
 {
-	char why[512] = "";
-	int r = dra_checkpoint_save(d->ckpt, d->plugin_dir, why, sizeof(why));
+	int r = dra_checkpoint_save(d->ckpt, d->plugin_dir, err);
 
 	d->ckpt_dirty = r < 0;
 	if (r < 0) {
-		rc_error_set(err, r, "%s", why);
 		log_error("saving the checkpoint in %s failed: %s", d->plugin_dir,
 			  rc_error_msg(err ? *err : NULL, r));
 	}
@@ -409,10 +407,8 @@ static bool reply_failed(struct dra_batch *b, size_t i, const struct kube_reply 
 /* Undoes a claim spec written for a claim that could not be recorded. */
 static void remove_claim_spec(struct dra *d, const char *uid, const char *file)
 {
-	char why[512] = "";
-
 	if (file)
-		(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, file, why, sizeof(why));
+		(void)dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, file, NULL);
 }
 
 /*
@@ -426,17 +422,14 @@ static const struct dra_prepared_claim *record_claim(struct dra *d, struct dra_b
 	const char *uid = dra_batch_claim(b, i)->uid;
 	_cleanup_rc_error_ struct rc_error *e = NULL;
 	_cleanup_free_ char *file = NULL;
-	char why[512] = "";
 	int r;
 
 	if (spec) {
 		char *written = NULL;
 
-		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, uid, spec, &written, why,
-					 sizeof(why));
+		r = dra_claim_spec_write(d->dm.spec_dir, d->driver, uid, spec, &written, &e);
 		if (r < 0) {
 			dra_prepared_claim_free(p);
-			rc_error_set(&e, r, "%s", why);
 			batch_fail(b, i, "writing the claim's CDI spec failed: %s", rc_error_msg(e, r));
 			return NULL;
 		}
@@ -470,7 +463,6 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 	struct dra_result *res = NULL;
 	struct dra_prepared_claim *p = NULL;
 	size_t n_res = 0;
-	char why[512] = "";
 	int r;
 
 	if (reply_failed(b, i, rep))
@@ -492,14 +484,19 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		batch_answer(d, b, i, dra_checkpoint_find(d->ckpt, ref->uid));
 		return;
 	}
-	r = dra_claim_results(claim, ref->uid, d->driver, d->node_name, &res, &n_res, why,
-			      sizeof(why));
+	r = dra_claim_results(claim, ref->uid, d->driver, d->node_name, &res, &n_res, &e);
 	if (r >= 0)
-		r = dra_prepare(d->ckpt, d->inv, d->driver, ref->namespace, ref->name, ref->uid,
-				res, n_res, &p, &spec, why, sizeof(why));
+		r = dra_prepare(&(struct dra_prepare_input){.ckpt = d->ckpt,
+							    .inv = d->inv,
+							    .driver = d->driver,
+							    .namespace = ref->namespace,
+							    .name = ref->name,
+							    .uid = ref->uid,
+							    .results = res,
+							    .n_results = n_res},
+				&p, &spec, &e);
 	dra_results_free(res, n_res);
 	if (r < 0) {
-		rc_error_set(&e, r, "%s", why);
 		batch_fail(b, i, "%s", rc_error_msg(e, r));
 		return;
 	}
@@ -609,18 +606,22 @@ static void prepare_batch(struct dra *d, struct dra_batch *b)
 static int unprepare_one(struct dra *d, const char *uid, struct rc_error **err)
 {
 	const struct dra_prepared_claim *p = dra_checkpoint_find(d->ckpt, uid);
-	char ns[256], name[256], why[512] = "";
+	char ns[256], name[256];
 	int r;
 
 	if (!p) /* never prepared, or done before: success, once the file agrees */
 		return d->ckpt_dirty ? save_checkpoint(d, err) : 0;
 	/* The spec dir in force: a config that moved it since leaves the file behind. */
-	r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, why, sizeof(why));
-	if (r == -EEXIST)
-		log_warning("claim %s: %s is not a spec of ours, left in place, ignoring", uid,
-			    p->spec_file);
-	else if (r < 0)
-		return rc_error_set(err, r, "%s", why);
+	{
+		_cleanup_rc_error_ struct rc_error *spec_err = NULL;
+
+		r = dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, p->spec_file, &spec_err);
+		if (r == -EEXIST)
+			log_warning("claim %s: %s is not a spec of ours, left in place, ignoring",
+				    uid, p->spec_file);
+		else if (r < 0)
+			return rc_error_set(err, r, "%s", rc_error_msg(spec_err, r));
+	}
 	snprintf(ns, sizeof(ns), "%s", p->namespace ? p->namespace : "");
 	snprintf(name, sizeof(name), "%s", p->name ? p->name : "");
 	r = dra_checkpoint_remove(d->ckpt, uid);
@@ -791,11 +792,8 @@ static int setup_kube(struct dra *d)
 static int load_checkpoint(struct dra *d)
 {
 	_cleanup_rc_error_ struct rc_error *e = NULL;
-	char why[512] = "";
-	int r = dra_checkpoint_load(d->plugin_dir, &d->ckpt, why, sizeof(why));
+	int r = dra_checkpoint_load(d->plugin_dir, &d->ckpt, &e);
 
-	if (r < 0)
-		rc_error_set(&e, r, "%s", why);
 	if (r == -EBADMSG)
 		return log_error_errno(r,
 				       "checkpoint %s/%s is corrupt: %s; it is left in place. "
@@ -826,7 +824,7 @@ static void remove_orphan_claim_specs(struct dra *d)
 		return;
 	while ((de = readdir(dir))) {
 		size_t pl = strlen(prefix), l = strlen(de->d_name);
-		char uid[256], err[512] = "";
+		char uid[256];
 
 		if (l <= pl + 5 || strncmp(de->d_name, prefix, pl) != 0 ||
 		    strcmp(de->d_name + l - 5, ".json") != 0 || l - pl - 5 >= sizeof(uid))
@@ -835,8 +833,7 @@ static void remove_orphan_claim_specs(struct dra *d)
 		uid[l - pl - 5] = '\0';
 		if (dra_checkpoint_find(d->ckpt, uid))
 			continue;
-		if (dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, de->d_name, err,
-					  sizeof(err)) > 0)
+		if (dra_claim_spec_remove(d->dm.spec_dir, d->driver, uid, de->d_name, NULL) > 0)
 			log_info("removed %s/%s: a claim spec no checkpoint entry holds",
 				 d->dm.spec_dir, de->d_name);
 	}

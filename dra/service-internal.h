@@ -11,7 +11,6 @@
 
 #include "service.h"
 
-#define DRA_UID_MAX 128		/* Kubernetes UIDs are 36-char UUIDs */
 #define DRA_NAMESPACE_MAX 63	/* a DNS label */
 #define DRA_NAME_MAX 253	/* a DNS subdomain */
 #define DRA_MESSAGE_MAX 1048576 /* a request of DRA_CLAIMS_PER_CALL_MAX full claims fits */
@@ -26,13 +25,13 @@ struct dra_request {
 /*
  * Decodes buf[0..len) (a packed request) and validates every claim: at most
  * DRA_CLAIMS_PER_CALL_MAX (counted on the wire before anything is unpacked), uid
- * non-empty, at most DRA_UID_MAX chars of [A-Za-z0-9_.:-], namespace a DNS label, name a
- * DNS subdomain, no string holding a NUL byte. -EBADMSG (not a message), -E2BIG (too
- * many claims), -EINVAL (a bad claim) with one line in err naming the claim; -ENOMEM.
+ * non-empty, at most DRA_UID_MAX (claims.h) chars of [A-Za-z0-9_.:-], namespace a DNS
+ * label, name a DNS subdomain, no string holding a NUL byte. -EBADMSG (not a message), -E2BIG (too
+ * many claims), -EINVAL (a bad claim) with one line in *err naming the claim; -ENOMEM.
  * *ret written only on success. Never logs.
  */
-int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret, char *err,
-		       size_t errlen);
+int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret,
+		       struct rc_error **err);
 void dra_request_free(struct dra_request *r);
 
 /*

@@ -154,37 +154,28 @@ static const char *shown(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-static int check_claim(const PB(Claim) * c, size_t i, char *err, size_t errlen)
+static int check_claim(const PB(Claim) * c, size_t i, struct rc_error **err)
 {
 	char b[96];
 
-	if (!c->uid || !*c->uid) {
-		snprintf(err, errlen, "claim %zu: empty uid", i);
-		return -EINVAL;
-	}
-	if (!name_is_safe(c->uid, DRA_UID_MAX)) {
-		snprintf(err, errlen, "claim %zu: uid \"%s\" is not [A-Za-z0-9_.:-]{1,%d}", i,
-			 shown(c->uid, b, sizeof(b)), DRA_UID_MAX);
-		return -EINVAL;
-	}
-	if (!c->namespace_ || !*c->namespace_) {
-		snprintf(err, errlen, "claim %zu (uid %s): empty namespace", i, c->uid);
-		return -EINVAL;
-	}
-	if (!is_dns_name(c->namespace_, DRA_NAMESPACE_MAX, false)) {
-		snprintf(err, errlen, "claim %zu (uid %s): namespace \"%s\" is not a DNS label", i,
-			 c->uid, shown(c->namespace_, b, sizeof(b)));
-		return -EINVAL;
-	}
-	if (!c->name || !*c->name) {
-		snprintf(err, errlen, "claim %zu (uid %s): empty name", i, c->uid);
-		return -EINVAL;
-	}
-	if (!is_dns_name(c->name, DRA_NAME_MAX, true)) {
-		snprintf(err, errlen, "claim %zu (uid %s): name \"%s\" is not a DNS subdomain", i,
-			 c->uid, shown(c->name, b, sizeof(b)));
-		return -EINVAL;
-	}
+	if (!c->uid || !*c->uid)
+		return rc_error_set(err, -EINVAL, "claim %zu: empty uid", i);
+	if (!name_is_safe(c->uid, DRA_UID_MAX))
+		return rc_error_set(err, -EINVAL,
+				    "claim %zu: uid \"%s\" is not [A-Za-z0-9_.:-]{1,%d}", i,
+				    shown(c->uid, b, sizeof(b)), DRA_UID_MAX);
+	if (!c->namespace_ || !*c->namespace_)
+		return rc_error_set(err, -EINVAL, "claim %zu (uid %s): empty namespace", i, c->uid);
+	if (!is_dns_name(c->namespace_, DRA_NAMESPACE_MAX, false))
+		return rc_error_set(err, -EINVAL,
+				    "claim %zu (uid %s): namespace \"%s\" is not a DNS label", i,
+				    c->uid, shown(c->namespace_, b, sizeof(b)));
+	if (!c->name || !*c->name)
+		return rc_error_set(err, -EINVAL, "claim %zu (uid %s): empty name", i, c->uid);
+	if (!is_dns_name(c->name, DRA_NAME_MAX, true))
+		return rc_error_set(err, -EINVAL,
+				    "claim %zu (uid %s): name \"%s\" is not a DNS subdomain", i,
+				    c->uid, shown(c->name, b, sizeof(b)));
 	return 0;
 }
 
@@ -211,50 +202,25 @@ static bool seen_uid(const struct dra_request *r, const char *uid)
 	return false;
 }
 
-/* NodePrepareResourcesRequest and NodeUnprepareResourcesRequest: one layout, one decoder. */
-int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret, char *err,
-		       size_t errlen)
+/* The claims of an unpacked request, checked, each UID once. */
+static int take_claims(const PB(NodePrepareResourcesRequest) * req, struct dra_request **ret,
+		       struct rc_error **err)
 {
-	_cleanup_(dra_request_freep) struct dra_request *r = NULL;
-	PB(NodePrepareResourcesRequest) * req;
-	const uint8_t *nul;
-	size_t n, nul_len;
-	char b[96];
+	_cleanup_(dra_request_freep) struct dra_request *r = calloc(1, sizeof(*r));
 	int e;
 
-	if (count_claims(buf, len, &n) < 0) {
-		snprintf(err, errlen, "the request is not a well-formed protobuf message");
-		return -EBADMSG;
-	}
-	if (n > DRA_CLAIMS_PER_CALL_MAX) {
-		snprintf(err, errlen, "%zu claims in one call, at most %d", n,
-			 DRA_CLAIMS_PER_CALL_MAX);
-		return -E2BIG;
-	}
-	e = rpc_wire_find_nul(&pb_(node_prepare_resources_request__descriptor), buf, len, &nul,
-			     &nul_len);
-	if (e > 0) {
-		text_escape(b, sizeof(b) - 3, (const char *)nul, nul_len < 64 ? nul_len : 64, true);
-		if (nul_len > 64)
-			strcat(b, "...");
-		snprintf(err, errlen, "a claim's string holds a NUL byte: \"%s\"", b);
-		return -EINVAL;
-	}
-	req = e < 0 ? NULL : pb_(node_prepare_resources_request__unpack)(NULL, len, buf);
-	if (!req) {
-		snprintf(err, errlen, "the request is not a well-formed claims list");
-		return -EBADMSG;
-	}
-	r = calloc(1, sizeof(*r));
 	if (r)
 		r->claims = calloc(req->n_claims ? req->n_claims : 1, sizeof(*r->claims));
-	e = r && r->claims ? 0 : -ENOMEM;
-	for (size_t i = 0; e == 0 && i < req->n_claims; i++) {
+	if (!r || !r->claims)
+		return rc_error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < req->n_claims; i++) {
 		const PB(Claim) *c = req->claims[i];
 		struct dra_claim_ref *o;
 
-		e = check_claim(c, i, err, errlen);
-		if (e < 0 || seen_uid(r, c->uid))
+		e = check_claim(c, i, err);
+		if (e < 0)
+			return e;
+		if (seen_uid(r, c->uid))
 			continue;
 		o = &r->claims[r->n_claims];
 		o->uid = strdup(c->uid);
@@ -262,15 +228,42 @@ int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret,
 		o->name = strdup(c->name);
 		r->n_claims++;
 		if (!o->uid || !o->namespace || !o->name)
-			e = -ENOMEM;
+			return rc_error_set(err, -ENOMEM, "out of memory");
 	}
-	pb_(node_prepare_resources_request__free_unpacked)(req, NULL);
-	if (e == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
-	if (e < 0)
-		return e;
 	*ret = TAKE_PTR(r);
 	return 0;
+}
+
+/* NodePrepareResourcesRequest and NodeUnprepareResourcesRequest: one layout, one decoder. */
+int dra_request_decode(const uint8_t *buf, size_t len, struct dra_request **ret,
+		       struct rc_error **err)
+{
+	PB(NodePrepareResourcesRequest) * req;
+	const uint8_t *nul;
+	size_t n, nul_len;
+	char b[96];
+	int e;
+
+	if (count_claims(buf, len, &n) < 0)
+		return rc_error_set(err, -EBADMSG,
+				    "the request is not a well-formed protobuf message");
+	if (n > DRA_CLAIMS_PER_CALL_MAX)
+		return rc_error_set(err, -E2BIG, "%zu claims in one call, at most %d", n,
+				    DRA_CLAIMS_PER_CALL_MAX);
+	e = rpc_wire_find_nul(&pb_(node_prepare_resources_request__descriptor), buf, len, &nul,
+			      &nul_len);
+	if (e > 0) {
+		text_escape(b, sizeof(b) - 3, (const char *)nul, nul_len < 64 ? nul_len : 64, true);
+		if (nul_len > 64)
+			strcat(b, "...");
+		return rc_error_set(err, -EINVAL, "a claim's string holds a NUL byte: \"%s\"", b);
+	}
+	req = e < 0 ? NULL : pb_(node_prepare_resources_request__unpack)(NULL, len, buf);
+	if (!req)
+		return rc_error_set(err, -EBADMSG, "the request is not a well-formed claims list");
+	e = take_claims(req, ret, err);
+	pb_(node_prepare_resources_request__free_unpacked)(req, NULL);
+	return e;
 }
 
 /* ---- batches ----------------------------------------------------------------------------- */
@@ -630,9 +623,9 @@ static int on_dra_call(void *userdata, unsigned method, grpc_byte_buffer *reques
 	bool prepare = method == M_PREPARE_V1 || method == M_PREPARE_V1BETA1;
 	const char *what = prepare ? "NodePrepareResources" : "NodeUnprepareResources";
 	struct dra_request *req = NULL;
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	struct dra_batch *b;
 	struct post *p;
-	char err[256];
 	grpc_slice slice;
 	size_t n;
 	int r;
@@ -641,12 +634,11 @@ static int on_dra_call(void *userdata, unsigned method, grpc_byte_buffer *reques
 		snprintf(details, details_len, "%s: the request could not be read", what);
 		return GRPC_STATUS_INVALID_ARGUMENT;
 	}
-	r = dra_request_decode(GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), &req, err,
-			       sizeof(err));
+	r = dra_request_decode(GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice), &req, &err);
 	grpc_slice_unref(slice);
 	if (r < 0) {
-		log_warning("%s refused: %s", what, err);
-		snprintf(details, details_len, "%s: %s", what, err);
+		log_warning("%s refused: %s", what, rc_error_msg(err, r));
+		snprintf(details, details_len, "%s: %s", what, rc_error_msg(err, r));
 		return r == -ENOMEM ? GRPC_STATUS_RESOURCE_EXHAUSTED : GRPC_STATUS_INVALID_ARGUMENT;
 	}
 	n = req->n_claims;

@@ -58,18 +58,20 @@ static const char *map_get(size_t n, V1beta1__ContainerAllocateResponse__EnvsEnt
 	return NULL;
 }
 
-/* Runs Allocate expecting failure; true when err contains want. */
+/* Runs Allocate expecting failure; true when its error contains want (copied to err). */
 static bool rejects(const struct dp_table *t, V1beta1__AllocateRequest *req, const char *want,
 		    char *err, size_t errlen)
 {
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	V1beta1__AllocateResponse *resp = NULL;
-	int r = dp_allocate(t, req, &resp, err, errlen);
+	int r = dp_allocate(t, req, &resp, &e);
 
 	free_req(req);
-	if (r != -EINVAL || resp) {
+	if (r != -EINVAL || resp || !e || e->code != EINVAL) {
 		printf("#   r=%d\n", r);
 		return false;
 	}
+	snprintf(err, errlen, "%s", e->msg);
 	if (!strstr(err, want)) {
 		printf("#   err \"%s\" lacks \"%s\"\n", err, want);
 		return false;
@@ -85,11 +87,10 @@ static void test_default_strategies(void)
 	    (const char *[]){"0000:1a:00.0", NULL, "0000:3c:00.0", "0000:3b:00.0", NULL, NULL});
 	V1beta1__AllocateResponse *resp = NULL, *back;
 	V1beta1__ContainerAllocateResponse *c0, *c1;
-	char err[256];
 	uint8_t *buf;
 	size_t len;
 
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0, "two containers allocated");
+	ok(dp_allocate(t, req, &resp, NULL) == 0, "two containers allocated");
 	/* What the kubelet receives. */
 	len = protobuf_c_message_get_packed_size(&resp->base);
 	buf = malloc(len);
@@ -130,11 +131,10 @@ static void test_strategies(void)
 	V1beta1__AllocateRequest *req;
 	V1beta1__AllocateResponse *resp = NULL;
 	V1beta1__ContainerAllocateResponse *c;
-	char err[256];
 
 	t = table_of(&f->node, 0, BRIDGE_STRATEGY_DEVICE_SPECS);
 	req = request((const char *[]){"0000:1b:00.0", "0000:1a:00.0", NULL, NULL});
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0, "device-specs: allocated");
+	ok(dp_allocate(t, req, &resp, NULL) == 0, "device-specs: allocated");
 	c = resp->container_responses[0];
 	ok(c->n_cdi_devices == 0 && c->n_annotations == 0, "device-specs alone: no CDI names");
 	ok(c->n_devices == 3, "device-specs: uverbs of each HCA + rdma_cm (%zu)", c->n_devices);
@@ -157,7 +157,7 @@ static void test_strategies(void)
 					     .with_mad = true};
 		ok(dp_table_build(&f->node, NULL, &o, &t) == 0, "table with --with-mad");
 		req = request((const char *[]){"0000:1a:00.0", NULL, NULL});
-		ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
+		ok(dp_allocate(t, req, &resp, NULL) == 0 &&
 		       resp->container_responses[0]->n_devices == 3 &&
 		       strcmp(resp->container_responses[0]->devices[1]->container_path,
 			      "/dev/infiniband/umad0") == 0,
@@ -169,7 +169,7 @@ static void test_strategies(void)
 
 	t = table_of(&f->node, 0, BRIDGE_STRATEGY_CDI_CRI);
 	req = request((const char *[]){"0000:1a:00.0", NULL, NULL});
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
+	ok(dp_allocate(t, req, &resp, NULL) == 0 &&
 	       resp->container_responses[0]->n_cdi_devices == 1 &&
 	       resp->container_responses[0]->n_annotations == 0,
 	   "cdi-cri alone: no annotation");
@@ -179,7 +179,7 @@ static void test_strategies(void)
 
 	t = table_of(&f->node, 0, BRIDGE_STRATEGY_CDI_ANNOTATIONS);
 	req = request((const char *[]){"0000:1a:00.0", NULL, NULL});
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
+	ok(dp_allocate(t, req, &resp, NULL) == 0 &&
 	       resp->container_responses[0]->n_cdi_devices == 0 &&
 	       resp->container_responses[0]->n_annotations == 1,
 	   "cdi-annotations alone: no cdi_devices");
@@ -233,7 +233,7 @@ static void test_rejects(void)
 	   "one bad container fails the call");
 	/* The same ID in two containers is the kubelet's business, not a duplicate. */
 	req = request((const char *[]){"0000:1a:00.0", NULL, "0000:1a:00.0", NULL, NULL});
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 && resp->n_container_responses == 2,
+	ok(dp_allocate(t, req, &resp, NULL) == 0 && resp->n_container_responses == 2,
 	   "duplicates are per container request");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
@@ -252,7 +252,7 @@ static void test_rejects(void)
 	   "one ID in 11 container requests on a 10-ID table: -EINVAL");
 	req = request((const char *[]){"0000:1a:00.0", NULL, "0000:1b:00.0", NULL, "0000:1a:00.0",
 				       NULL, "0000:1b:00.0", "0000:3b:00.0", NULL, NULL});
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 && resp->n_container_responses == 4,
+	ok(dp_allocate(t, req, &resp, NULL) == 0 && resp->n_container_responses == 4,
 	   "5 IDs over 4 container requests on a 10-ID table: allocated");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free_req(req);
@@ -268,9 +268,10 @@ static void test_shared(void)
 	    (const char *[]){"0000:1a:00.0-s3", "0000:1b:00.0-s0", "0000:1a:00.0-s1", NULL, NULL});
 	V1beta1__AllocateResponse *resp = NULL;
 	V1beta1__ContainerAllocateResponse *c;
+	struct rc_error *e = NULL;
 	char err[256];
 
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0, "shared: allocated");
+	ok(dp_allocate(t, req, &resp, NULL) == 0, "shared: allocated");
 	c = resp->container_responses[0];
 	ok(c->n_cdi_devices == 2, "two replicas of one HCA give its CDI name once (%zu names)",
 	   c->n_cdi_devices);
@@ -300,10 +301,11 @@ static void test_shared(void)
 		req->container_requests[0]->devices_ids[i] = strdup(t->ids[i].id);
 		req->container_requests[0]->n_devices_ids++;
 	}
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == -EINVAL && strstr(err, "unhealthy"),
+	ok(dp_allocate(t, req, &resp, &e) == -EINVAL && strstr(e->msg, "unhealthy"),
 	   "10,000 valid replica IDs incl. an unhealthy HCA: -EINVAL");
+	rc_error_freep(&e);
 	req->container_requests[0]->n_devices_ids = 9000; /* drop mlx5_9's replicas */
-	ok(dp_allocate(t, req, &resp, err, sizeof(err)) == 0 &&
+	ok(dp_allocate(t, req, &resp, NULL) == 0 &&
 	       resp->container_responses[0]->n_cdi_devices == 9,
 	   "9,000 valid replica IDs: 9 CDI names");
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
@@ -318,11 +320,11 @@ static V1beta1__AllocateResponse *allocate_wire(const struct dp_table *t, const 
 {
 	V1beta1__AllocateRequest *req = request(ids);
 	V1beta1__AllocateResponse *resp = NULL, *back = NULL;
-	char err[256];
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	uint8_t *buf;
 	size_t len;
 
-	if (dp_allocate(t, req, &resp, err, sizeof(err)) == 0) {
+	if (dp_allocate(t, req, &resp, &e) == 0) {
 		len = protobuf_c_message_get_packed_size(&resp->base);
 		buf = malloc(len);
 		protobuf_c_message_pack(&resp->base, buf);
@@ -330,7 +332,7 @@ static V1beta1__AllocateResponse *allocate_wire(const struct dp_table *t, const 
 		free(buf);
 		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	} else {
-		printf("#   allocate: %s\n", err);
+		printf("#   allocate: %s\n", e->msg);
 	}
 	free_req(req);
 	return back;

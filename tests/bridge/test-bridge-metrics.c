@@ -15,6 +15,26 @@
 #include "metrics.h"
 #include "../tap.h"
 
+/* The functions under test with their error's message in err ("" when none is set). */
+static int parse_address(const char *s, struct sockaddr_storage *ss, socklen_t *len, char *err,
+			 size_t errlen)
+{
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	int r = dp_metrics_parse_address(s, ss, len, &e);
+
+	snprintf(err, errlen, "%s", e ? e->msg : "");
+	return r;
+}
+
+static int metrics_new(const char *address, struct dp_metrics **ret, char *err, size_t errlen)
+{
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	int r = dp_metrics_new(address, "v", ret, &e);
+
+	snprintf(err, errlen, "%s", e ? e->msg : "");
+	return r;
+}
+
 static void test_parse_address(void)
 {
 	static const struct {
@@ -51,7 +71,7 @@ static void test_parse_address(void)
 		struct sockaddr_storage ss = {0};
 		socklen_t len = 0;
 		char err[256] = "";
-		int r = dp_metrics_parse_address(cases[i].s, &ss, &len, err, sizeof(err));
+		int r = parse_address(cases[i].s, &ss, &len, err, sizeof(err));
 
 		if (cases[i].family) {
 			unsigned port = ss.ss_family == AF_INET
@@ -73,7 +93,7 @@ static void test_parse_address(void)
 		socklen_t len;
 		char err[256] = "";
 
-		ok(dp_metrics_parse_address(long_addr, &ss, &len, err, sizeof(err)) == -EINVAL &&
+		ok(parse_address(long_addr, &ss, &len, err, sizeof(err)) == -EINVAL &&
 		       strlen(err) < 200,
 		   "a 199-character address is refused with a bounded message");
 	}
@@ -103,11 +123,9 @@ static char *render(struct dp_metrics *m)
 static void test_render(void)
 {
 	struct dp_metrics *m = NULL;
-	char err[256] = "";
 	char *t;
 
-	ok(dp_metrics_new(NULL, "1.2.3", &m, err, sizeof(err)) == 0 && m, "a registry without "
-									  "a server");
+	ok(dp_metrics_new(NULL, "1.2.3", &m, NULL) == 0 && m, "a registry without a server");
 	if (!m)
 		return;
 	EQ_STR(dp_metrics_address(m), "", "no address without a server");
@@ -210,9 +228,9 @@ static void test_render(void)
 static void test_bounded_resources(void)
 {
 	struct dp_metrics *m = NULL;
-	char err[64], name[32], *t;
+	char name[32], *t;
 
-	if (dp_metrics_new(NULL, "v", &m, err, sizeof(err)) < 0)
+	if (dp_metrics_new(NULL, "v", &m, NULL) < 0)
 		return;
 	for (int i = 0; i < DP_METRICS_RESOURCES_MAX + 10; i++) {
 		snprintf(name, sizeof(name), "r.example/%d", i);
@@ -244,10 +262,10 @@ static void test_threads(void)
 {
 	struct dp_metrics *m = NULL;
 	pthread_t th[THREADS];
-	char err[64], *t;
+	char *t;
 	bool rendered = true;
 
-	if (dp_metrics_new(NULL, "v", &m, err, sizeof(err)) < 0)
+	if (dp_metrics_new(NULL, "v", &m, NULL) < 0)
 		return;
 	for (int i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, hammer, m);
@@ -288,18 +306,18 @@ static void test_server_refuses(void)
 	}
 	close(fd);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
-	r = dp_metrics_new(addr, "v", &a, err, sizeof(err));
+	r = metrics_new(addr, &a, err, sizeof(err));
 	ok(r == 0 && strcmp(dp_metrics_address(a), addr) == 0, "serves on %s: %s", addr, err);
-	r = dp_metrics_new(addr, "v", &b, err, sizeof(err));
+	r = metrics_new(addr, &b, err, sizeof(err));
 	ok(r == -EADDRINUSE && strstr(err, addr) && strstr(err, "another process"),
 	   "the same port again: -EADDRINUSE, said so: %s", err);
-	r = dp_metrics_new("192.0.2.1:9400", "v", &b, err, sizeof(err));
+	r = metrics_new("192.0.2.1:9400", &b, err, sizeof(err));
 	ok(r == -EADDRNOTAVAIL && strstr(err, "not an address of this host"),
 	   "an address not on this host: -EADDRNOTAVAIL: %s", err);
-	r = dp_metrics_new("nope:1", "v", &b, err, sizeof(err));
+	r = metrics_new("nope:1", &b, err, sizeof(err));
 	ok(r == -EINVAL && !b, "an address that does not parse: -EINVAL");
 	dp_metrics_free(a);
-	r = dp_metrics_new(addr, "v", &a, err, sizeof(err));
+	r = metrics_new(addr, &a, err, sizeof(err));
 	ok(r == 0, "freed: the port can be served again at once: %s", err);
 	dp_metrics_free(a);
 }

@@ -18,7 +18,6 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 	    V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
 	V1beta1__ContainerPreferredAllocationRequest *cs[1] = {&c};
 	V1beta1__PreferredAllocationResponse *resp = NULL;
-	char err[256];
 	size_t off = 0;
 	int r;
 
@@ -29,7 +28,7 @@ static int prefer(const struct dp_table *t, const char *const *avail, size_t n_a
 	c.allocation_size = size;
 	req.container_requests = cs;
 	req.n_container_requests = 1;
-	r = dp_preferred_allocation(t, &req, &resp, err, sizeof(err));
+	r = dp_preferred_allocation(t, &req, &resp, NULL);
 	if (r < 0)
 		return r;
 	out[0] = '\0';
@@ -182,7 +181,7 @@ static void test_container_cap(const struct dp_table *t)
 	V1beta1__ContainerPreferredAllocationRequest *ps[DP_CONTAINERS_MAX + 1];
 	V1beta1__PreferredAllocationRequest req = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
 	V1beta1__PreferredAllocationResponse *resp = NULL;
-	char err[256] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 
 	for (size_t i = 0; i <= DP_CONTAINERS_MAX; i++) {
 		v1beta1__container_preferred_allocation_request__init(&cs[i]);
@@ -193,14 +192,15 @@ static void test_container_cap(const struct dp_table *t)
 	}
 	req.container_requests = ps;
 	req.n_container_requests = DP_CONTAINERS_MAX;
-	ok(dp_preferred_allocation(t, &req, &resp, err, sizeof(err)) == 0 &&
-	       resp->n_container_responses == DP_CONTAINERS_MAX,
+	ok(dp_preferred_allocation(t, &req, &resp, &err) == 0 &&
+	       resp->n_container_responses == DP_CONTAINERS_MAX && !err,
 	   "%d container requests: answered", DP_CONTAINERS_MAX);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	req.n_container_requests = DP_CONTAINERS_MAX + 1;
-	ok(dp_preferred_allocation(t, &req, &resp, err, sizeof(err)) == -EINVAL &&
-	       strstr(err, "at most 256"),
-	   "%d container requests: -EINVAL (%s)", DP_CONTAINERS_MAX + 1, err);
+	ok(dp_preferred_allocation(t, &req, &resp, &err) == -EINVAL &&
+	       strstr(rc_error_msg(err, -EINVAL), "at most 256"),
+	   "%d container requests: -EINVAL (%s)", DP_CONTAINERS_MAX + 1,
+	   rc_error_msg(err, -EINVAL));
 }
 
 static void test_dgx(void)

@@ -135,3 +135,45 @@ static inline cJSON *claim_parse(const char *uid, const char *results)
 		abort();
 	return j;
 }
+
+/*
+ * The message of err in buf ("" when none), err freed; returns r. A failure without an
+ * error of its code breaks the contract (rc-error.h) and reads "(no error of code N)".
+ */
+static inline int err_text(int r, struct rc_error *err, char *buf, size_t size)
+{
+	if (r < 0 && (!err || err->code != -r))
+		snprintf(buf, size, "(no error of code %d)", -r);
+	else
+		snprintf(buf, size, "%s", err ? err->msg : "");
+	rc_error_free(err);
+	return r;
+}
+
+/* Evaluates call, which may set the error _e, and puts its message into buf (size bytes);
+ * ERR_TEXT for an array buf. */
+#define ERR_TEXT_N(buf, size, call)                                                                \
+	({                                                                                         \
+		struct rc_error *_e = NULL;                                                        \
+		int _r = (call);                                                                   \
+		err_text(_r, _e, buf, size);                                                       \
+	})
+#define ERR_TEXT(buf, call) ERR_TEXT_N(buf, sizeof(buf), call)
+
+/* dra_prepare() of claim default/c1 with uid over f's inventory. */
+static inline int fix_prepare(const struct fixture *f, const struct dra_checkpoint *c,
+			      const char *uid, const struct dra_result *r, size_t n,
+			      struct dra_prepared_claim **ret, cJSON **ret_spec,
+			      struct rc_error **err)
+{
+	const struct dra_prepare_input in = {.ckpt = c,
+					     .inv = &f->inv,
+					     .driver = DRIVER,
+					     .namespace = "default",
+					     .name = "c1",
+					     .uid = uid,
+					     .results = r,
+					     .n_results = n};
+
+	return dra_prepare(&in, ret, ret_spec, err);
+}

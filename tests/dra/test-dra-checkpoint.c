@@ -115,7 +115,7 @@ static void test_round_trip(void)
 
 	/* A permissive umask must not make the checkpoint readable by others. */
 	old_umask = umask(0);
-	r = dra_checkpoint_save(c, tmpdir, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_save(c, tmpdir, &_e));
 	umask(old_umask);
 	if (!ok(r == 0, "saved"))
 		printf("#   %d %s\n", r, err);
@@ -123,7 +123,7 @@ static void test_round_trip(void)
 	   "mode 0600 (umask 0)");
 	EQ_INT(strangers(known), 0, "no temp file left");
 
-	r = dra_checkpoint_load(tmpdir, &back, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(tmpdir, &back, &_e));
 	if (!ok(r == 0, "loaded"))
 		printf("#   %d %s\n", r, err);
 	if (r == 0) {
@@ -154,9 +154,9 @@ static void test_round_trip(void)
 
 	/* Saved again after a removal: the old file is replaced, not appended to. */
 	EQ_INT(dra_checkpoint_remove(c, UID_A), 1, "remove A");
-	EQ_INT(dra_checkpoint_save(c, tmpdir, err, sizeof(err)), 0, "saved without A");
+	EQ_INT(ERR_TEXT(err, dra_checkpoint_save(c, tmpdir, &_e)), 0, "saved without A");
 	back = NULL;
-	EQ_INT(dra_checkpoint_load(tmpdir, &back, err, sizeof(err)), 0, "loaded again");
+	EQ_INT(ERR_TEXT(err, dra_checkpoint_load(tmpdir, &back, &_e)), 0, "loaded again");
 	if (back) {
 		EQ_INT(back->n_claims, 1, "one claim left");
 		EQ_STR(back->claims[0].uid, UID_B, "B");
@@ -171,14 +171,14 @@ static void test_round_trip(void)
 
 	/* Nothing is written that the next start would refuse. */
 	c->claims[0].devices[0].share_id = strdup("../x");
-	r = dra_checkpoint_save(c, tmpdir, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_save(c, tmpdir, &_e));
 	EQ_INT(r, -EINVAL, "an entry with a bad share ID is not saved");
 	EQ_STR(err, "claims[0].devices[].shareID: not a share ID", "its reason");
 	free(c->claims[0].devices[0].share_id);
 	c->claims[0].devices[0].share_id = NULL;
 	free(c->claims[0].namespace);
 	c->claims[0].namespace = strdup("");
-	r = dra_checkpoint_save(c, tmpdir, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_save(c, tmpdir, &_e));
 	EQ_INT(r, -EINVAL, "an entry with an empty namespace is not saved");
 	EQ_STR(err, "claims[0].namespace: empty, too long or not text", "its reason");
 	dra_checkpoint_free(c);
@@ -190,11 +190,11 @@ static void test_absent(void)
 	struct dra_checkpoint *c = NULL;
 	char err[512];
 
-	EQ_INT(dra_checkpoint_load(tmpdir, &c, err, sizeof(err)), 0, "absent file: loaded");
+	EQ_INT(ERR_TEXT(err, dra_checkpoint_load(tmpdir, &c, &_e)), 0, "absent file: loaded");
 	ok(c && c->n_claims == 0, "absent file: empty");
 	dra_checkpoint_free(c);
 	c = NULL;
-	EQ_INT(dra_checkpoint_load(path_of("no-such-dir"), &c, err, sizeof(err)), 0,
+	EQ_INT(ERR_TEXT(err, dra_checkpoint_load(path_of("no-such-dir"), &c, &_e)), 0,
 	       "absent dir: loaded");
 	ok(c && c->n_claims == 0, "absent dir: empty");
 	dra_checkpoint_free(c);
@@ -213,7 +213,7 @@ static void refused_file(const char *text, int want_r, const char *want, const c
 	write_file(DRA_CHECKPOINT_NAME, text);
 	if (stat(path_of(DRA_CHECKPOINT_NAME), &st1) < 0)
 		abort();
-	r = dra_checkpoint_load(tmpdir, &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(tmpdir, &c, &_e));
 	if (!ok(r == want_r, "%s: refused (%d)", what, want_r))
 		printf("#   got %d\n", r);
 	if (!ok(strstr(err, want) != NULL, "%s: says '%s'", what, want))
@@ -285,14 +285,14 @@ static void test_old_format(void)
 	int r;
 
 	write_file(DRA_CHECKPOINT_NAME, old);
-	r = dra_checkpoint_load(tmpdir, &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(tmpdir, &c, &_e));
 	if (!ok(r == 0, "an older checkpoint loads"))
 		printf("#   %d %s\n", r, err);
 	if (r == 0) {
 		ok(c->claims[0].devices[0].share_id == NULL, "no share ID");
 		ok(!c->claims[0].devices[0].admin, "no admin access: the device is held");
 		EQ_STR(dra_checkpoint_holder(c, "pci-0000-3b-00-0", UID_B), UID_A, "by its claim");
-		EQ_INT(dra_checkpoint_format(c, &buf, &len, err, sizeof(err)), 0, "formats");
+		EQ_INT(ERR_TEXT(err, dra_checkpoint_format(c, &buf, &len, &_e)), 0, "formats");
 		ok(buf && !strstr(buf, "shareID") && !strstr(buf, "adminAccess"),
 		   "written back without the new keys");
 		free(buf);
@@ -327,7 +327,7 @@ static void test_oversize(void)
 	if (fd < 0 || ftruncate(fd, (off_t)DRA_CHECKPOINT_MAX_BYTES + 1) < 0)
 		abort();
 	close(fd);
-	r = dra_checkpoint_load(tmpdir, &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(tmpdir, &c, &_e));
 	EQ_INT(r, -EBADMSG, "a file over 64 MiB is refused");
 	ok(strstr(err, "larger than 67108864 bytes (left in place)") != NULL, "it says so");
 	ok(stat(path_of(DRA_CHECKPOINT_NAME), &st) == 0 &&
@@ -348,12 +348,12 @@ static void test_symlinks(void)
 	write_file("elsewhere.json", "{\"version\":1,\"claims\":[" CLAIM_OK "]}");
 	if (symlink("elsewhere.json", path_of(DRA_CHECKPOINT_NAME)) < 0)
 		abort();
-	r = dra_checkpoint_load(tmpdir, &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(tmpdir, &c, &_e));
 	EQ_INT(r, -ELOOP, "a symlinked checkpoint is not followed");
 	ok(strstr(err, "is a symlink, not followed") != NULL, "it says so");
 	ok(c == (void *)1, "nothing returned");
 
-	r = dra_checkpoint_save(&empty, tmpdir, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_save(&empty, tmpdir, &_e));
 	EQ_INT(r, -ELOOP, "save does not replace the symlink");
 	ok(lstat(path_of(DRA_CHECKPOINT_NAME), &st) == 0 && S_ISLNK(st.st_mode),
 	   "the symlink is kept");
@@ -366,16 +366,17 @@ static void test_symlinks(void)
 	/* A directory in its place. */
 	if (mkdir(path_of(DRA_CHECKPOINT_NAME), 0700) < 0)
 		abort();
-	r = dra_checkpoint_load(tmpdir, &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(tmpdir, &c, &_e));
 	EQ_INT(r, -EBADMSG, "a directory in its place is refused");
 	ok(strstr(err, "not a regular file") != NULL, "it says so");
-	EQ_INT(dra_checkpoint_save(&empty, tmpdir, err, sizeof(err)), -EEXIST, "and not replaced");
+	EQ_INT(ERR_TEXT(err, dra_checkpoint_save(&empty, tmpdir, &_e)), -EEXIST,
+	       "and not replaced");
 	rmdir(path_of(DRA_CHECKPOINT_NAME));
 
 	/* The plugin dir itself a symlink. */
 	if (mkdir(path_of("real"), 0700) < 0 || symlink("real", path_of("link")) < 0)
 		abort();
-	r = dra_checkpoint_load(path_of("link"), &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_load(path_of("link"), &c, &_e));
 	EQ_INT(r, -ELOOP, "a symlinked dir is not followed");
 	unlink(path_of("link"));
 	rmdir(path_of("real"));
@@ -399,10 +400,10 @@ static void test_longest_names(void)
 	p->spec_file = dra_claim_spec_file_name(driver, uid);
 	ok(p->spec_file != NULL, "a spec file name for the longest driver and UID");
 	EQ_INT(dra_checkpoint_add(&c, p), 0, "added");
-	r = dra_checkpoint_save(&c, tmpdir, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_save(&c, tmpdir, &_e));
 	if (!ok(r == 0, "saved"))
 		printf("#   %d %s\n", r, err);
-	EQ_INT(dra_checkpoint_load(tmpdir, &back, err, sizeof(err)), 0, "loaded");
+	EQ_INT(ERR_TEXT(err, dra_checkpoint_load(tmpdir, &back, &_e)), 0, "loaded");
 	ok(back && back->n_claims == 1 && !strcmp(back->claims[0].uid, uid), "the same claim");
 	dra_checkpoint_free(back);
 	dra_checkpoint_remove(&c, uid);
@@ -420,23 +421,23 @@ static void test_parse(void)
 	int r;
 
 	/* Not NUL-terminated: len counts. */
-	r = dra_checkpoint_parse(text, strlen(text), &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_parse(text, strlen(text), &c, &_e));
 	EQ_INT(r, 0, "a buffer parses");
 	if (r == 0) {
 		EQ_INT(c->n_claims, 1, "one claim");
-		r = dra_checkpoint_format(c, &buf, &len, err, sizeof(err));
+		r = ERR_TEXT(err, dra_checkpoint_format(c, &buf, &len, &_e));
 		EQ_INT(r, 0, "formats");
 		dra_checkpoint_free(c);
 		c = NULL;
 		if (r == 0) {
-			EQ_INT(dra_checkpoint_parse(buf, len, &c, err, sizeof(err)), 0,
+			EQ_INT(ERR_TEXT(err, dra_checkpoint_parse(buf, len, &c, &_e)), 0,
 			       "its own output parses");
 			dra_checkpoint_free(c);
 			c = NULL;
 		}
 		free(buf);
 	}
-	r = dra_checkpoint_parse(text, strlen(text) - 1, &c, err, sizeof(err));
+	r = ERR_TEXT(err, dra_checkpoint_parse(text, strlen(text) - 1, &c, &_e));
 	EQ_INT(r, -EBADMSG, "one byte short does not");
 }
 

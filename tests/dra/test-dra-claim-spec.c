@@ -75,8 +75,7 @@ static cJSON *spec_for(const struct fixture *f, const char *uid, const char *dev
 	cJSON *spec = NULL;
 	char err[512];
 
-	if (dra_prepare(NULL, &f->inv, DRIVER, "default", "c1", uid, r, 1, &p, &spec, err,
-			sizeof(err)) != 0) {
+	if (ERR_TEXT(err, fix_prepare(f, NULL, uid, r, 1, &p, &spec, &_e)) != 0) {
 		printf("# prepare: %s\n", err);
 		abort();
 	}
@@ -106,7 +105,7 @@ static void test_write(const struct fixture *f)
 	size_t len;
 	int r;
 
-	r = dra_claim_spec_write(tmpdir, DRIVER, UID, spec, &file, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_write(tmpdir, DRIVER, UID, spec, &file, &_e));
 	if (!ok(r == 0, "spec written"))
 		printf("#   %d %s\n", r, err);
 	EQ_STR(file, FILE_NAME, "its base name returned");
@@ -125,16 +124,16 @@ static void test_write(const struct fixture *f)
 
 	/* Writing it again (a retried Prepare) is harmless. */
 	file = NULL;
-	EQ_INT(dra_claim_spec_write(tmpdir, DRIVER, UID, spec, &file, err, sizeof(err)), 0,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_write(tmpdir, DRIVER, UID, spec, &file, &_e)), 0,
 	       "written again");
 	free(file);
 
 	/* A spec that is not the claim's is refused before anything is written. */
 	file = NULL;
-	r = dra_claim_spec_write(tmpdir, DRIVER, UID2, spec, &file, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_write(tmpdir, DRIVER, UID2, spec, &file, &_e));
 	EQ_INT(r, -EINVAL, "a spec for another UID is not written under this one");
 	ok(!file && !exists("rdma.example-claim_" UID2 ".json"), "no file for it");
-	r = dra_claim_spec_write(tmpdir, DRIVER, "../x", spec, &file, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_write(tmpdir, DRIVER, "../x", spec, &file, &_e));
 	EQ_INT(r, -EINVAL, "a UID that is a path is refused");
 	cJSON_Delete(spec);
 }
@@ -148,7 +147,7 @@ static void test_remove(const struct fixture *f)
 	/* Foreign content under our name: another kind. */
 	write_file(FILE_NAME, "{\"cdiVersion\":\"0.3.0\",\"kind\":\"acme.com/claim\",\"devices\":"
 			      "[{\"name\":\"" UID "\",\"containerEdits\":{\"env\":[\"A=1\"]}}]}");
-	r = dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, &_e));
 	EQ_INT(r, -EEXIST, "a foreign kind is not removed");
 	ok(strstr(err, "not the spec of claim " UID) != NULL, "it says why");
 	ok(exists(FILE_NAME), "and it is kept");
@@ -157,23 +156,23 @@ static void test_remove(const struct fixture *f)
 	write_file(FILE_NAME, "{\"cdiVersion\":\"0.3.0\",\"kind\":\"rdma.example/claim\","
 			      "\"devices\":[{\"name\":\"" UID2 "\",\"containerEdits\":{\"env\":"
 			      "[\"A=1\"]}}]}");
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, err, sizeof(err)), -EEXIST,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, &_e)), -EEXIST,
 	       "another claim's spec is not removed");
 	ok(exists(FILE_NAME), "and it is kept");
 
 	/* Not a spec at all. */
 	write_file(FILE_NAME, "not json");
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, err, sizeof(err)), -EEXIST,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, &_e)), -EEXIST,
 	       "a file that is not a spec is not removed");
 	ok(exists(FILE_NAME), "and it is kept");
 	unlink(path_of(FILE_NAME));
 
 	/* A symlink to a spec that would pass: the link is not ours, the target neither. */
-	r = dra_claim_spec_write(tmpdir, DRIVER, UID2, spec2, &file, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_write(tmpdir, DRIVER, UID2, spec2, &file, &_e));
 	EQ_INT(r, 0, "another claim's spec written");
 	if (symlink(file, path_of(FILE_NAME)) < 0)
 		abort();
-	r = dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, &_e));
 	EQ_INT(r, -EEXIST, "a symlink is not removed");
 	ok(strstr(err, "a symlink, not ours: kept") != NULL, "it says so");
 	ok(exists(FILE_NAME) && exists(file), "link and target kept");
@@ -184,7 +183,7 @@ static void test_remove(const struct fixture *f)
 				  "[\"A=1\"]}}]}");
 	if (symlink("target.json", path_of(FILE_NAME)) < 0)
 		abort();
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, err, sizeof(err)), -EEXIST,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, &_e)), -EEXIST,
 	       "a symlink to our spec is not removed either");
 	ok(exists(FILE_NAME) && exists("target.json"), "link and target kept");
 	unlink(path_of(FILE_NAME));
@@ -193,28 +192,29 @@ static void test_remove(const struct fixture *f)
 	/* A directory under our name. */
 	if (mkdir(path_of(FILE_NAME), 0755) < 0)
 		abort();
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, err, sizeof(err)), -EEXIST,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID, NULL, &_e)), -EEXIST,
 	       "a directory is not removed");
 	rmdir(path_of(FILE_NAME));
 
 	/* A recorded name that leads elsewhere. */
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID2, "../x.json", err, sizeof(err)), -EINVAL,
-	       "a recorded name with a path is refused");
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID2, ".hidden.json", err, sizeof(err)),
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID2, "../x.json", &_e)),
+	       -EINVAL, "a recorded name with a path is refused");
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID2, ".hidden.json", &_e)),
 	       -EINVAL, "a hidden recorded name is refused");
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID2, "x.txt", err, sizeof(err)), -EINVAL,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID2, "x.txt", &_e)), -EINVAL,
 	       "a name runtimes would not read is refused");
 	ok(exists(file), "the other claim's spec is still there");
 
 	/* Ours: removed, then absent is fine. */
-	r = dra_claim_spec_remove(tmpdir, DRIVER, UID2, file, err, sizeof(err));
+	r = ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID2, file, &_e));
 	if (!ok(r == 1, "our spec is removed"))
 		printf("#   %d %s\n", r, err);
 	ok(!exists(file), "it is gone");
-	EQ_INT(dra_claim_spec_remove(tmpdir, DRIVER, UID2, file, err, sizeof(err)), 0,
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_remove(tmpdir, DRIVER, UID2, file, &_e)), 0,
 	       "removing it again: 0");
-	EQ_INT(dra_claim_spec_remove(path_of("no-such-dir"), DRIVER, UID2, NULL, err, sizeof(err)),
-	       0, "no spec dir: 0");
+	EQ_INT(
+	    ERR_TEXT(err, dra_claim_spec_remove(path_of("no-such-dir"), DRIVER, UID2, NULL, &_e)),
+	    0, "no spec dir: 0");
 	free(file);
 	cJSON_Delete(spec2);
 }

@@ -24,8 +24,7 @@ static int results(const char *claim_text, const char *uid, struct dra_result **
 		abort();
 	*r = NULL;
 	*n = 0;
-	err[0] = '\0';
-	ret = dra_claim_results(claim, uid, DRIVER, POOL, r, n, err, errlen);
+	ret = ERR_TEXT_N(err, errlen, dra_claim_results(claim, uid, DRIVER, POOL, r, n, &_e));
 	cJSON_Delete(claim);
 	return ret;
 }
@@ -38,7 +37,7 @@ static void refused_claim(const char *what, const cJSON *claim, int want_r, cons
 	char err[512] = "";
 	int ret;
 
-	ret = dra_claim_results(claim, UID, DRIVER, POOL, &r, &n, err, sizeof(err));
+	ret = ERR_TEXT(err, dra_claim_results(claim, UID, DRIVER, POOL, &r, &n, &_e));
 	if (!ok(ret == want_r, "%s: refused (%d)", what, want_r))
 		printf("#   got %d (%s)\n", ret, err);
 	EQ_STR(err, want, what);
@@ -279,7 +278,7 @@ static void toleration(const char *tols, bool want, const char *what)
 	snprintf(extra, sizeof(extra), "\"tolerations\":%s", tols);
 	res = result_json("nic", "pci-0000-d8-00-0", extra);
 	claim = claim_parse(UID, res);
-	ret = dra_claim_results(claim, UID, DRIVER, POOL, &r, &n, err, sizeof(err));
+	ret = ERR_TEXT(err, dra_claim_results(claim, UID, DRIVER, POOL, &r, &n, &_e));
 	if (!ok(ret == 0, "%s: taken", what))
 		printf("#   %s\n", err);
 	else
@@ -371,8 +370,7 @@ static int prepare(const struct fixture *f, const struct dra_checkpoint *c,
 {
 	*p = (void *)1;
 	*spec = (void *)1;
-	err[0] = '\0';
-	return dra_prepare(c, &f->inv, DRIVER, "default", "c1", UID, r, n, p, spec, err, errlen);
+	return ERR_TEXT_N(err, errlen, fix_prepare(f, c, UID, r, n, p, spec, &_e));
 }
 
 static void prepare_refused(const struct fixture *f, const struct dra_checkpoint *c,
@@ -495,20 +493,25 @@ static void test_prepare_bad_args(const struct fixture *f)
 	char err[512];
 	cJSON *spec;
 
+	struct dra_prepare_input in = {.inv = &f->inv,
+				       .driver = "x",
+				       .namespace = "default",
+				       .name = "c1",
+				       .uid = UID,
+				       .results = r,
+				       .n_results = 1};
+
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-		int ret = dra_prepare(NULL, &f->inv, DRIVER, "default", "c1", bad[i], r, 1, &p,
-				      &spec, err, sizeof(err));
+		int ret = ERR_TEXT(err, fix_prepare(f, NULL, bad[i], r, 1, &p, &spec, &_e));
 
 		EQ_INT(ret, -EINVAL, bad[i][0] ? bad[i] : "empty UID");
 	}
 	memset(long_uid, 'a', sizeof(long_uid) - 1);
 	long_uid[sizeof(long_uid) - 1] = '\0';
-	EQ_INT(dra_prepare(NULL, &f->inv, DRIVER, "default", "c1", long_uid, r, 1, &p, &spec, err,
-			   sizeof(err)),
-	       -EINVAL, "UID over DRA_UID_MAX");
-	EQ_INT(dra_prepare(NULL, &f->inv, "x", "default", "c1", UID, r, 1, &p, &spec, err,
-			   sizeof(err)),
-	       -EINVAL, "a driver that makes no CDI kind");
+	EQ_INT(ERR_TEXT(err, fix_prepare(f, NULL, long_uid, r, 1, &p, &spec, &_e)), -EINVAL,
+	       "UID over DRA_UID_MAX");
+	EQ_INT(ERR_TEXT(err, dra_prepare(&in, &p, &spec, &_e)), -EINVAL,
+	       "a driver that makes no CDI kind");
 	EQ_STR(err, "claim default/c1: driver x makes no valid CDI kind", "its message");
 }
 
@@ -540,6 +543,7 @@ static void test_admin(const struct fixture *f)
 	struct dra_result mixed[] = {res("mon", "pci-0000-3b-00-0", false),
 				     res("nic", "pci-0000-3b-00-0", false)};
 	struct dra_checkpoint *c = checkpoint_with(UID2, "pci-0000-5e-00-0");
+	struct dra_prepare_input in;
 	struct dra_prepared_claim *p;
 	char err[512];
 	cJSON *spec;
@@ -572,8 +576,15 @@ static void test_admin(const struct fixture *f)
 	EQ_INT(dra_checkpoint_remove(c, UID2), 1, "the exclusive claim unprepared");
 	ok(dra_checkpoint_holder(c, "pci-0000-5e-00-0", UID2) == NULL,
 	   "an admin claim holds no device");
-	ret = dra_prepare(c, &f->inv, DRIVER, "default", "c2", UID2, normal, 1, &p, &spec, err,
-			  sizeof(err));
+	in = (struct dra_prepare_input){.ckpt = c,
+					.inv = &f->inv,
+					.driver = DRIVER,
+					.namespace = "default",
+					.name = "c2",
+					.uid = UID2,
+					.results = normal,
+					.n_results = 1};
+	ret = ERR_TEXT(err, dra_prepare(&in, &p, &spec, &_e));
 	if (!ok(ret == 0, "a normal claim is not refused because of an admin claim"))
 		printf("#   %d %s\n", ret, err);
 	if (ret == 0) {

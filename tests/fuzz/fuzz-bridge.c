@@ -53,20 +53,19 @@ static void check_allocate(const struct dp_table *t, const uint8_t *data, size_t
 {
 	V1beta1__AllocateRequest *req;
 	V1beta1__AllocateResponse *resp = NULL;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	req = v1beta1__allocate_request__unpack(NULL, size, data);
 	if (!req)
 		return;
-	memset(err, 'x', sizeof(err));
-	r = dp_allocate(t, req, &resp, err, sizeof(err));
+	r = dp_allocate(t, req, &resp, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EINVAL || r == -ENOMEM);
 		fuzz_assert(!resp);
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err) && err[0] &&
-			    !strchr(err, '\n'));
+		fuzz_assert_error(err, r);
 	} else {
+		fuzz_assert(!err);
 		size_t ids = 0;
 
 		fuzz_assert(resp && resp->n_container_responses == req->n_container_requests);
@@ -88,18 +87,16 @@ static void check_preferred(const struct dp_table *t, const uint8_t *data, size_
 {
 	V1beta1__PreferredAllocationRequest *req;
 	V1beta1__PreferredAllocationResponse *resp = NULL;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	req = v1beta1__preferred_allocation_request__unpack(NULL, size, data);
 	if (!req)
 		return;
-	memset(err, 'x', sizeof(err));
-	r = dp_preferred_allocation(t, req, &resp, err, sizeof(err));
+	r = dp_preferred_allocation(t, req, &resp, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EINVAL || r == -ENOMEM);
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err) && err[0] &&
-			    !strchr(err, '\n'));
+		fuzz_assert_error(err, r);
 		protobuf_c_message_free_unpacked(&req->base, NULL);
 		return;
 	}

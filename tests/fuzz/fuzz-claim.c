@@ -14,17 +14,12 @@
 #include "cdi.h"
 #include "fuzz.h"
 
-static bool one_line(const char *err, size_t size)
-{
-	return strnlen(err, size) < size && err[0] && !strchr(err, '\n');
-}
-
 /* A prepared claim must survive the checkpoint: format, parse, same text. */
 static void record(struct dra_prepared_claim *p)
 {
 	struct dra_checkpoint c = {0}, *back = NULL;
 	char *text = NULL, *again = NULL;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	size_t len, len2;
 	int r;
 
@@ -34,18 +29,19 @@ static void record(struct dra_prepared_claim *p)
 	if (r == -ENOMEM)
 		return;
 	fuzz_assert(r == 0);
-	r = dra_checkpoint_format(&c, &text, &len, err, sizeof(err));
+	r = dra_checkpoint_format(&c, &text, &len, &err);
 	if (r != 0)
-		fprintf(stderr, "prepared claim not recordable: %s\n", err);
+		fprintf(stderr, "prepared claim not recordable: %s\n", rc_error_msg(err, r));
 	fuzz_assert(r == 0 || r == -ENOMEM);
 	if (r == 0) {
-		r = dra_checkpoint_parse(text, len, &back, err, sizeof(err));
+		r = dra_checkpoint_parse(text, len, &back, &err);
 		if (r != 0)
-			fprintf(stderr, "recorded claim does not parse: %s\n%s\n", err, text);
+			fprintf(stderr, "recorded claim does not parse: %s\n%s\n",
+				rc_error_msg(err, r), text);
 		fuzz_assert(r == 0 || r == -ENOMEM);
 	}
 	if (r == 0) {
-		r = dra_checkpoint_format(back, &again, &len2, err, sizeof(err));
+		r = dra_checkpoint_format(back, &again, &len2, &err);
 		fuzz_assert(r == 0 || r == -ENOMEM);
 		fuzz_assert(r < 0 || (len == len2 && memcmp(text, again, len) == 0));
 	}
@@ -61,16 +57,15 @@ static void prepare(const struct fixture *f, const char *uid, const struct dra_r
 {
 	struct dra_prepared_claim *p = (void *)1;
 	cJSON *spec = (void *)1;
-	char err[512], *want;
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	char *want;
 	int r;
 
-	memset(err, 'x', sizeof(err));
-	r = dra_prepare(NULL, &f->inv, DRIVER, "default", "c1", uid, res, n, &p, &spec, err,
-			sizeof(err));
+	r = fix_prepare(f, NULL, uid, res, n, &p, &spec, &err);
 	if (r < 0) {
 		fuzz_assert(r == -ENODEV || r == -EBUSY || r == -EIO || r == -EINVAL ||
 			    r == -ENOMEM);
-		fuzz_assert(one_line(err, sizeof(err)));
+		fuzz_assert_error(err, r);
 		fuzz_assert(p == (void *)1 && spec == (void *)1);
 		return;
 	}
@@ -97,7 +92,7 @@ static void as_claim(const struct fixture *f, const uint8_t *data, size_t size)
 	    cJSON_GetObjectItemCaseSensitive(claim, "metadata"), "uid");
 	struct dra_result *res = (void *)1;
 	size_t n = 77;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	const char *u;
 	int r;
 
@@ -105,11 +100,10 @@ static void as_claim(const struct fixture *f, const uint8_t *data, size_t size)
 		return;
 	/* The claim's own UID, so that the fuzzer gets past the UID check. */
 	u = cJSON_IsString(uid) && uid->valuestring ? uid->valuestring : "u";
-	memset(err, 'x', sizeof(err));
-	r = dra_claim_results(claim, u, DRIVER, POOL, &res, &n, err, sizeof(err));
+	r = dra_claim_results(claim, u, DRIVER, POOL, &res, &n, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EINVAL || r == -ENOENT || r == -ENOMEM);
-		fuzz_assert(one_line(err, sizeof(err)));
+		fuzz_assert_error(err, r);
 		fuzz_assert(res == (void *)1 && n == 77);
 	} else {
 		fuzz_assert(r == 0 && res && n >= 1 && n <= DRA_RESULTS_MAX);
@@ -128,33 +122,33 @@ static void as_checkpoint(const uint8_t *data, size_t size)
 {
 	struct dra_checkpoint *c = (void *)1, *back = NULL;
 	char *text = NULL, *again = NULL;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	size_t len, len2;
 	int r;
 
-	memset(err, 'x', sizeof(err));
-	r = dra_checkpoint_parse((const char *)data, size, &c, err, sizeof(err));
+	r = dra_checkpoint_parse((const char *)data, size, &c, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EBADMSG || r == -ENOMEM);
-		fuzz_assert(one_line(err, sizeof(err)));
+		fuzz_assert_error(err, r);
 		fuzz_assert(c == (void *)1);
 		return;
 	}
 	for (size_t i = 0; i < c->n_claims; i++)
 		fuzz_assert(dra_checkpoint_find(c, c->claims[i].uid) == &c->claims[i]);
-	r = dra_checkpoint_format(c, &text, &len, err, sizeof(err));
+	r = dra_checkpoint_format(c, &text, &len, &err);
 	if (r != 0 && r != -ENOMEM)
-		fprintf(stderr, "parsed checkpoint does not format: %s\n", err);
+		fprintf(stderr, "parsed checkpoint does not format: %s\n", rc_error_msg(err, r));
 	fuzz_assert(r == 0 || r == -ENOMEM);
 	if (r == 0) {
-		r = dra_checkpoint_parse(text, len, &back, err, sizeof(err));
+		r = dra_checkpoint_parse(text, len, &back, &err);
 		if (r != 0 && r != -ENOMEM)
-			fprintf(stderr, "formatted checkpoint does not parse: %s\n%s\n", err, text);
+			fprintf(stderr, "formatted checkpoint does not parse: %s\n%s\n",
+				rc_error_msg(err, r), text);
 		fuzz_assert(r == 0 || r == -ENOMEM);
 	}
 	if (r == 0) {
 		fuzz_assert(back->n_claims == c->n_claims);
-		r = dra_checkpoint_format(back, &again, &len2, err, sizeof(err));
+		r = dra_checkpoint_format(back, &again, &len2, &err);
 		fuzz_assert(r == 0 || r == -ENOMEM);
 		fuzz_assert(r < 0 || (len == len2 && memcmp(text, again, len) == 0));
 	}

@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dra_request *req = (struct dra_request *)&req; /* "not written" sentinel */
 	PB(NodePrepareResourcesRequest) * pb;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	uint8_t seed;
 	int r;
 
@@ -146,15 +146,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	seed = data[0];
 	data++;
 	size--;
-	memset(err, 'x', sizeof(err));
-	r = dra_request_decode(data, size, &req, err, sizeof(err));
+	r = dra_request_decode(data, size, &req, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EBADMSG || r == -E2BIG || r == -EINVAL || r == -ENOMEM);
 		fuzz_assert(req == (struct dra_request *)&req);
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err) && err[0] &&
-			    !strchr(err, '\n'));
+		fuzz_assert_error(err, r);
 		return 0;
 	}
+	fuzz_assert(!err);
 	fuzz_assert(req && req->n_claims <= DRA_CLAIMS_PER_CALL_MAX);
 	pb = pb_(node_prepare_resources_request__unpack)(NULL, size, data);
 	fuzz_assert(pb);

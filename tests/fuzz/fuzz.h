@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "discovery.h"
+#include "rc-error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -25,6 +27,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* The error contract (rc-error.h): a failure r comes with one error of its code, one line. */
+#define fuzz_assert_error(e, r)                                                                    \
+	fuzz_assert((e) && (e)->code == -(r) && (e)->msg[0] && !strchr((e)->msg, '\n'))
 
 /* A fixture tree of tests/data (FUZZ_DATA_DIR): "dgx", "sriov", "quirks". Scanned once,
  * kept for the process; aborts when the fixture cannot be scanned. */
