@@ -1287,7 +1287,7 @@ def sc_metrics(c):
     tap.ok(headers.get("content-type", "").startswith("text/plain; version=0.0.4"),
            "Content-Type text/plain; version=0.0.4", headers)
     version = subprocess.run([c.args.rdma_cdi, "--version"], capture_output=True,
-                             text=True).stdout.split()[-1]
+                             text=True).stdout.split()[1]
     tap.ok(metric(m, "rdma_cdi_build_info", version=version) == 1,
            "rdma_cdi_build_info{version=%s} 1" % version)
     R = "rdma.example/ib"
