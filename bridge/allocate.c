@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bridge-internal.h"
+#include "config.h"
 
 enum join_field {
 	JOIN_NAME,
@@ -98,11 +99,11 @@ static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllo
 	c->envs = calloc(3, sizeof(*c->envs));
 	if (!c->envs)
 		return -ENOMEM;
-	if (add_env(c, DP_ENV_DEVICES, join(t, sel, n, JOIN_NAME, "")) < 0)
+	if (add_env(c, CFG_ENV_DEVICES, join(t, sel, n, JOIN_NAME, "")) < 0)
 		return -ENOMEM;
 	/* "=" + names: NCCL's exact match, see bridge-internal.h. */
-	if (t->nccl_env && (add_env(c, DP_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
-			    add_env(c, DP_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
+	if (t->nccl_env && (add_env(c, CFG_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
+			    add_env(c, CFG_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
 		return -ENOMEM;
 
 	if (t->strategies & BRIDGE_STRATEGY_CDI_CRI) {
@@ -214,8 +215,8 @@ int dp_allocate(const struct dp_table *t, const V1beta1__AllocateRequest *req,
 			const struct dp_hca *h;
 
 			if (idx < 0) {
-				snprintf(err, errlen, "unknown device ID \"%s\"",
-					 dp_sanitize(id, buf, sizeof(buf)));
+				snprintf(err, errlen, "unknown device ID %s",
+					 text_quote(buf, sizeof(buf), id, strlen(id)));
 				r = -EINVAL;
 				goto fail;
 			}

@@ -8,20 +8,6 @@
 
 #include "bridge-internal.h"
 
-const char *dp_sanitize(const char *s, char *buf, size_t size)
-{
-	size_t n = 0;
-
-	if (size == 0)
-		return "";
-	for (; s && *s && n + 1 < size && n < 64; s++)
-		buf[n++] = (*s >= 0x20 && *s < 0x7f && *s != '"' && *s != '\\') ? *s : '?';
-	if (s && *s && n >= 3)
-		memcpy(buf + n - 3, "...", 3);
-	buf[n] = '\0';
-	return buf;
-}
-
 static void hca_clear(struct dp_hca *h)
 {
 	free(h->name);
@@ -146,14 +132,9 @@ static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char 
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static bool name_in(const char **names, size_t n, const char *name)
 {
-	return bsearch(&name, names, n, sizeof(*names), cmp_str) != NULL;
+	return bsearch(&name, names, n, sizeof(*names), cmp_strp) != NULL;
 }
 
 /* Sorted array of the device names a spec defines (pointers into the spec). */
@@ -171,7 +152,7 @@ static int spec_names(const cJSON *spec, const char ***ret, size_t *ret_n)
 		if (cJSON_IsString(name) && n < cap)
 			names[n++] = name->valuestring;
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
+	qsort(names, n, sizeof(*names), cmp_strp);
 	*ret = names;
 	*ret_n = n;
 	return 0;

@@ -93,17 +93,15 @@ static void add_check(struct doctor *d, const char *id, enum status st, cJSON *d
 	}
 }
 
-/* The same bytes quoted for a terminal: control characters escaped. */
+/* The same bytes for a terminal: controls, C1 included, escaped as every message is. */
 static void print_safe(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	size_t len = strlen(s), n = text_escape(NULL, 0, s, len, false);
+	_cleanup_free_ char *buf = malloc(n + 1);
 
-		if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\x%02x", c);
-		else
-			fputc(c, f);
-	}
+	if (buf)
+		text_escape(buf, n + 1, s, len, false);
+	fputs(buf ? buf : "(out of memory)", f);
 }
 
 /* Two failures with one cause (no devices: sysfs and verbs agree) get one fix line. */
@@ -827,11 +825,6 @@ static void check_containerd(struct doctor *d)
 	cri_settings_done(&s);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 #define MAX_DROPINS 256
 
 struct names {
@@ -911,7 +904,7 @@ static void check_crio(struct doctor *d)
 		d->oom = true;
 		goto out;
 	}
-	qsort(drop.v, drop.n, sizeof(char *), cmp_str);
+	qsort(drop.v, drop.n, sizeof(char *), cmp_strp);
 	for (size_t i = 0; i < drop.n; i++) {
 		_cleanup_free_ char *hp = host_path(d, drop.v[i]);
 
@@ -1175,7 +1168,7 @@ static void spec_options_from(const cJSON *spec, struct spec_options *o)
 			continue;
 		o->hook_path = path->valuestring;
 		if (cJSON_IsString(a1) && strncmp(a1->valuestring, "--memlock=", 10) == 0 &&
-		    hook_parse_memlock(a1->valuestring + 10, &v) == 0)
+		    parse_memlock(a1->valuestring + 10, &v) == 0)
 			o->memlock = a1->valuestring + 10;
 	}
 	cJSON_ArrayForEach (dv, devs) {
@@ -1517,7 +1510,7 @@ static int parse_doctor_options(struct doctor *d, int argc, char **argv)
 			d->kind = optarg;
 			break;
 		case O_MR:
-			if (hook_parse_memlock(optarg, &v) < 0 || v == RLIM_INFINITY ||
+			if (parse_memlock(optarg, &v) < 0 || v == RLIM_INFINITY ||
 			    v > MAX_MR_SIZE) {
 				log_error(
 				    "--mr-size %s: expected a byte count from 1 to 1T with an "
@@ -1626,7 +1619,7 @@ int cmd_doctor(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "failed", d.n[ST_FAIL]);
 		cJSON_AddNumberToObject(o, "warnings", d.n[ST_WARN]);
 		cJSON_AddItemToObject(o, "checks", d.checks);
-		s = cJSON_Print(o);
+		s = json_print(o);
 		if (s)
 			printf("%s\n", s);
 		free(s);
