@@ -64,48 +64,9 @@ static int out_finish(struct outbuf *o, char **ret_buf, size_t *ret_len)
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		unsigned char c = s[i];
-		uint32_t cp;
-		size_t n;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return i;
-		if (len - i <= n)
-			return i;
-		for (size_t k = 1; k <= n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return i;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return i;
-		i += n + 1;
-	}
-	return len;
-}
-
 static bool utf8_valid(const char *s)
 {
-	size_t len = strlen(s);
-
-	return utf8_invalid_at((const unsigned char *)s, len) == len;
+	return text_is_utf8(s, strlen(s));
 }
 
 /* Integers print as integers (Go unmarshals "5.0" into an int64 field with an error). */
@@ -422,7 +383,7 @@ static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *
 	int depth = 0;
 	size_t bad_utf8;
 
-	bad_utf8 = utf8_invalid_at((const unsigned char *)buf, len);
+	bad_utf8 = utf8_invalid_at(buf, len);
 	if (bad_utf8 < len)
 		return bad(err, errlen, buf, bad_utf8, "invalid UTF-8");
 	for (size_t i = 0; i < len; i++) {
@@ -895,7 +856,7 @@ static int yaml_node(struct yreader *y, yaml_event_t *ev, int depth, cJSON **ret
 /* libyaml refuses raw control characters and invalid UTF-8 too, but reports them at 1:1. */
 static int yaml_prescan(const char *buf, size_t len, char *err, size_t errlen)
 {
-	size_t bad_utf8 = utf8_invalid_at((const unsigned char *)buf, len);
+	size_t bad_utf8 = utf8_invalid_at(buf, len);
 
 	if (bad_utf8 < len)
 		return bad(err, errlen, buf, bad_utf8, "invalid UTF-8");

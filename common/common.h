@@ -172,6 +172,9 @@ void log_fullv(enum log_level level, int error, struct log_fields fields, const 
 size_t text_escape(char *dst, size_t size, const char *s, size_t len, bool quote);
 /* True when s[0..len) is valid UTF-8 (controls included): safe to hand to a JSON writer. */
 bool text_is_utf8(const char *s, size_t len);
+/* The offset of the first byte of s[0..len) that is not strict UTF-8 (no overlong forms,
+ * no surrogates, nothing above U+10FFFF); len when all of it is. */
+size_t utf8_invalid_at(const char *s, size_t len);
 /* True when s is empty or holds a space, quote, backslash or anything text_escape changes. */
 bool text_needs_quotes(const char *s, size_t len);
 /*

@@ -11,16 +11,20 @@
 
 #include "common.h"
 
-/* Length of the valid, printable UTF-8 sequence at s (1..4), 0 for anything to escape. */
-static size_t printable_len(const unsigned char *s, size_t len)
+/* Length of the valid UTF-8 sequence at s (1..4) with its code point in *ret_cp; 0 when
+ * it is not strict UTF-8 (continuation byte first, overlong, surrogate, beyond U+10FFFF,
+ * cut short). */
+static size_t utf8_seq(const unsigned char *s, size_t len, unsigned *ret_cp)
 {
 	unsigned cp;
 	size_t n;
 
-	if (s[0] >= 0x20 && s[0] < 0x7f)
+	if (s[0] < 0x80) {
+		*ret_cp = s[0];
 		return 1;
+	}
 	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return 0; /* ASCII controls, DEL, continuation bytes, overlong leads */
+		return 0; /* continuation bytes, overlong leads */
 	n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
 	if (len < n)
 		return 0;
@@ -32,29 +36,41 @@ static size_t printable_len(const unsigned char *s, size_t len)
 	}
 	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
 		return 0; /* overlong or beyond Unicode */
-	if ((cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
-		return 0; /* surrogates, C1 controls */
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		return 0; /* surrogates */
+	*ret_cp = cp;
 	return n;
+}
+
+/* Length of the valid, printable UTF-8 sequence at s (1..4), 0 for anything to escape. */
+static size_t printable_len(const unsigned char *s, size_t len)
+{
+	unsigned cp;
+	size_t n = utf8_seq(s, len, &cp);
+
+	if (n == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))
+		return 0; /* not UTF-8, C0 controls, DEL, C1 controls */
+	return n;
+}
+
+size_t utf8_invalid_at(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned cp;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(u + i, len - i, &cp);
+
+		if (n == 0)
+			return i;
+		i += n;
+	}
+	return len;
 }
 
 bool text_is_utf8(const char *s, size_t len)
 {
-	const unsigned char *u = (const unsigned char *)s;
-
-	for (size_t i = 0; i < len;) {
-		size_t n = printable_len(u + i, len - i);
-
-		/* Controls are valid UTF-8 (JSON escapes them); C1 ones too (2 bytes). */
-		if (n == 0 && u[i] < 0x80)
-			n = 1;
-		else if (n == 0 && u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 &&
-			 u[i + 1] <= 0x9f)
-			n = 2;
-		if (n == 0)
-			return false;
-		i += n;
-	}
-	return true;
+	return utf8_invalid_at(s, len) == len;
 }
 
 static bool needs_quotes_byte(unsigned char c)

@@ -44,6 +44,13 @@ static void test_printable(void)
 	ok(!text_is_printable("a\x7f", 2), "DEL");
 	ok(!text_is_printable("a\xc2\x85", 3), "a C1 control (NEL)");
 	ok(!text_is_printable("a\xff", 2), "invalid UTF-8");
+
+	ok(text_is_utf8("a\x01\xc2\x85\xc3\xa9", 6), "controls, C1 and UTF-8 are valid UTF-8");
+	EQ_INT(utf8_invalid_at("ab\xc0\xafx", 5), 2, "an overlong '/' is not");
+	EQ_INT(utf8_invalid_at("a\xed\xa0\x80", 4), 1, "nor a surrogate");
+	EQ_INT(utf8_invalid_at("a\xf4\x90\x80\x80", 5), 1, "nor a code point past U+10FFFF");
+	EQ_INT(utf8_invalid_at("a\xe2\x82", 3), 1, "nor a cut sequence");
+	EQ_INT(utf8_invalid_at("a\xf0\x9f\x98\x80", 5), 5, "a 4-byte sequence is");
 }
 
 static void test_json_escape(void)
