@@ -40,6 +40,11 @@ static const struct {
     {"a\nb", false, false},
 };
 
+static const struct {
+	size_t n;
+	bool label, subdomain;
+} lengths[] = {{63, true, true}, {64, false, true}, {253, false, true}, {254, false, false}};
+
 int main(void)
 {
 	char s[300];
@@ -52,18 +57,17 @@ int main(void)
 	}
 	ok(!dns_label_is_valid(NULL) && !dns_subdomain_is_valid(NULL), "NULL is refused");
 
-	memset(s, 'a', sizeof(s));
-	s[63] = '\0';
-	ok(dns_label_is_valid(s), "a label of 63 characters");
-	s[63] = 'a';
-	s[64] = '\0';
-	ok(!dns_label_is_valid(s), "a label of 64 characters is refused");
-	s[64] = 'a';
-	s[253] = '\0';
-	ok(dns_subdomain_is_valid(s), "a subdomain of 253 characters");
-	s[253] = 'a';
-	s[254] = '\0';
-	ok(!dns_subdomain_is_valid(s), "a subdomain of 254 characters is refused");
+	/* The length limits, at and one past. */
+	for (size_t i = 0; i < ELEMENTSOF(lengths); i++) {
+		memset(s, 'a', lengths[i].n);
+		s[lengths[i].n] = '\0';
+		ok(dns_label_is_valid(s) == lengths[i].label &&
+		       dns_subdomain_is_valid(s) == lengths[i].subdomain,
+		   "%zu characters: label %s, subdomain %s", lengths[i].n,
+		   lengths[i].label ? "valid" : "refused",
+		   lengths[i].subdomain ? "valid" : "refused");
+	}
+	memset(s, 'a', 100);
 	/* Kubernetes limits a subdomain's length, not its labels'. */
 	strcpy(s + 100, ".b");
 	ok(dns_subdomain_is_valid(s), "a subdomain's label may be longer than 63");
