@@ -161,15 +161,12 @@ static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 	struct dirent *de;
 	int fd, r = 0;
 
-	fd = dup(dirfd);
+	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+	d = fdopendir_consume(fd);
+	if (!d)
+		return -errno;
 	while ((errno = 0, de = readdir(d))) {
 		enum cdi_format fmt;
 		struct stat st;

@@ -226,6 +226,12 @@ int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, ch
 /* Reads all of fd (stdin, pipes) up to max bytes (-EFBIG beyond). */
 int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
+/* fdopendir() that always takes fd: on failure fd is closed and NULL returned with errno
+ * set, so that the caller has one thing to clean up either way. */
+DIR *fdopendir_consume(int fd);
+/* True for "." and "..", which readdir() lists and nobody wants. */
+bool dot_or_dot_dot(const char *name);
+
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
 

@@ -95,6 +95,24 @@ int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, ch
 	return read_full_fd(fd, max, ret_buf, ret_len);
 }
 
+DIR *fdopendir_consume(int fd)
+{
+	DIR *d = fdopendir(fd);
+
+	if (!d) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+	}
+	return d;
+}
+
+bool dot_or_dot_dot(const char *name)
+{
+	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+}
+
 int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

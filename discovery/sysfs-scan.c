@@ -544,16 +544,11 @@ static int list_dir(int fd, bool (*keep)(const char *), size_t max, struct names
 	struct dirent *de;
 	int over = 0;
 
-	d = fdopendir(fd);
-	if (!d) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
+	d = fdopendir_consume(fd);
+	if (!d)
+		return -errno;
 	while ((errno = 0, de = readdir(d))) {
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+		if (dot_or_dot_dot(de->d_name))
 			continue;
 		if (keep && !keep(de->d_name))
 			continue;
@@ -1222,19 +1217,14 @@ static int list_packed(int fd, char **ret, size_t *ret_len)
 	_cleanup_free_ char *raw = NULL, **v = NULL;
 	size_t len = 0, cap = 0, n = 0, off = 0;
 	struct dirent *de;
-	int r;
 
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+	d = fdopendir_consume(fd);
+	if (!d)
+		return -errno;
 	while ((errno = 0, de = readdir(d))) {
 		size_t k = strlen(de->d_name) + 1;
 
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+		if (dot_or_dot_dot(de->d_name))
 			continue;
 		if (n >= DISC_MAX_CLASS_ENTRIES)
 			return -E2BIG;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Printing untrusted text (common/quote.c): messages, one-line quotes and JSON documents
- * escape C0 controls, DEL and the C1 controls alike, whichever module prints them.
+ * common's small helpers. Printing untrusted text (quote.c): messages, one-line quotes and
+ * JSON documents escape C0 controls, DEL and the C1 controls alike, whichever module
+ * prints them. Then the growable array, cmp_strp and the directory helpers (util.c).
  */
+#include <fcntl.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -120,6 +122,25 @@ static void test_helpers(void)
 	   "a count past SIZE_MAX / 2 too");
 }
 
+static void test_dirs(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	DIR *d;
+
+	errno = 0;
+	ok(fd >= 0 && !fdopendir_consume(fd) && errno == ENOTDIR,
+	   "fdopendir_consume of a non-directory: NULL, errno kept");
+	ok(fcntl(fd, F_GETFD) < 0 && errno == EBADF, "and the fd is closed");
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fdopendir_consume(fd);
+	ok(d && dirfd(d) == fd, "a directory: the DIR owns the fd");
+	if (d)
+		closedir(d);
+	ok(dot_or_dot_dot(".") && dot_or_dot_dot("..") && !dot_or_dot_dot("...") &&
+	       !dot_or_dot_dot(".a") && !dot_or_dot_dot("a"),
+	   "dot_or_dot_dot: exactly . and ..");
+}
+
 int main(void)
 {
 	test_text_quote();
@@ -127,5 +148,6 @@ int main(void)
 	test_json_escape();
 	test_json_print();
 	test_helpers();
+	test_dirs();
 	return tap_done();
 }
