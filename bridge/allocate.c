@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bridge-internal.h"
+#include "config.h"
 
 enum join_field {
 	JOIN_NAME,
@@ -160,11 +161,11 @@ static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllo
 	c->envs = calloc(3, sizeof(*c->envs));
 	if (!c->envs)
 		return -ENOMEM;
-	if (add_env(c, DP_ENV_DEVICES, join(t, sel, n, JOIN_NAME, "")) < 0)
+	if (add_env(c, CFG_ENV_DEVICES, join(t, sel, n, JOIN_NAME, "")) < 0)
 		return -ENOMEM;
 	/* "=" + names: NCCL's exact match, see bridge-internal.h. */
-	if (t->nccl_env && (add_env(c, DP_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
-			    add_env(c, DP_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
+	if (t->nccl_env && (add_env(c, CFG_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
+			    add_env(c, CFG_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
 		return -ENOMEM;
 	if ((t->strategies & BRIDGE_STRATEGY_CDI_CRI) && add_cdi_devices(t, sel, n, c) < 0)
 		return -ENOMEM;
@@ -208,8 +209,9 @@ static int select_hcas(const struct dp_table *t, const V1beta1__ContainerAllocat
 		const struct dp_hca *h;
 
 		if (idx < 0)
-			return rc_error_set(err, -EINVAL, "unknown device ID \"%s\"",
-					    dp_sanitize(creq->devices_ids[i], buf, sizeof(buf)));
+			return rc_error_set(err, -EINVAL, "unknown device ID %s",
+					    text_quote(buf, sizeof(buf), creq->devices_ids[i],
+						       strlen(creq->devices_ids[i])));
 		if (st->id_mark[idx] == mark)
 			return rc_error_set(err, -EINVAL, "duplicate device ID \"%s\"",
 					    t->ids[idx].id);

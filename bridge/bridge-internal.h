@@ -49,11 +49,8 @@
 #define DP_CONTAINERS_MAX 256	  /* container requests per call; the kubelet sends 1 */
 #define DP_ANNOTATION_PREFIX "cdi.k8s.io/rdma-cdi_"
 #define DP_ANNOTATION_SUFFIX_MAX (63 - (sizeof("rdma-cdi_") - 1))
-#define DP_ENV_DEVICES "RDMA_CDI_DEVICES"
 #define DP_CONTAINER_DEV_DIR "/dev/infiniband"
 #define DP_PATH_DEPTH_MAX 16 /* sysfs path components kept for affinity */
-#define DP_ENV_NCCL_IB_HCA "NCCL_IB_HCA"
-#define DP_ENV_UCX_NET_DEVICES "UCX_NET_DEVICES"
 #define DP_PORT_ACTIVE 4 /* IB_PORT_ACTIVE in ports/N/state */
 /* IDs per table (shared x HCAs): keeps ListAndWatch well under the kubelet's 4 MiB. */
 #define DP_LIST_IDS_MAX 16384
@@ -179,6 +176,3 @@ int dp_preferred_allocation(const struct dp_table *t,
  */
 void dp_annotation_suffix(char *const *ids, size_t n_ids,
 			  char buf[static DP_ANNOTATION_SUFFIX_MAX + 1]);
-
-/* Copies s into buf for a log line or error: printable ASCII only, at most 64 chars. */
-const char *dp_sanitize(const char *s, char *buf, size_t size);

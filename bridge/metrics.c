@@ -241,16 +241,9 @@ static void _printf_(2, 3) put(struct text *t, const char *fmt, ...)
 		}
 		if ((size_t)n < t->size - t->len)
 			break;
-		{
-			size_t size = (t->size + (size_t)n + 1) * 2;
-			char *b = realloc(t->buf, size);
-
-			if (!b) {
-				t->oom = true;
-				return;
-			}
-			t->buf = b;
-			t->size = size;
+		if (ARRAY_RESERVE(t->buf, t->size, t->len + (size_t)n + 1) < 0) {
+			t->oom = true;
+			return;
 		}
 	}
 	t->len += (size_t)n;

@@ -3,7 +3,6 @@
  * Names the bridge accepts or makes: --device-list-strategy, resource names (the
  * kubelet's IsExtendedResourceName), CDI annotation keys.
  */
-#include <ctype.h>
 #include <string.h>
 
 #include "bridge-internal.h"
@@ -44,11 +43,6 @@ int bridge_parse_strategies(const char *s, unsigned *ret_mask)
 	return 0;
 }
 
-static bool is_alnum(char c)
-{
-	return isascii((unsigned char)c) && isalnum((unsigned char)c);
-}
-
 bool bridge_resource_name_is_valid(const char *name)
 {
 	return name && !cfg_resource_name_problem(name);
@@ -61,15 +55,15 @@ void dp_annotation_suffix(char *const *ids, size_t n_ids,
 	size_t len = strlen(first), start = 0, n = 0;
 	uint64_t h = FNV1A64_INIT;
 
-	while (start < len && !is_alnum(first[start]))
+	while (start < len && !ascii_is_alnum(first[start]))
 		start++;
-	while (len > start && !is_alnum(first[len - 1]))
+	while (len > start && !ascii_is_alnum(first[len - 1]))
 		len--;
 	if (len > start && len - start <= DP_ANNOTATION_SUFFIX_MAX) {
 		for (size_t i = start; i < len; i++) {
 			char c = first[i];
 
-			buf[n++] = is_alnum(c) || c == '-' || c == '_' || c == '.' ? c : '_';
+			buf[n++] = ascii_is_alnum(c) || c == '-' || c == '_' || c == '.' ? c : '_';
 		}
 		buf[n] = '\0';
 		return;

@@ -452,7 +452,8 @@ static void on_registered(void *userdata, grpc_status_code status, const char *d
 		char buf[160];
 
 		log_warning("%s: Register with %s failed: status %d: %s", p->resource,
-			    p->kubelet_path, (int)status, dp_sanitize(details, buf, sizeof(buf)));
+			    p->kubelet_path, (int)status,
+			    text_quote(buf, sizeof(buf), details, details ? strlen(details) : 0));
 	}
 	p->registered = false;
 	schedule_retry(p);
@@ -698,19 +699,4 @@ void dp_plugin_free(struct dp_plugin *p)
 		return;
 	}
 	plugin_release(p);
-}
-
-const char *dp_plugin_resource(const struct dp_plugin *p)
-{
-	return p->resource;
-}
-
-const char *dp_plugin_socket_path(const struct dp_plugin *p)
-{
-	return p->socket_path;
-}
-
-bool dp_plugin_registered(const struct dp_plugin *p)
-{
-	return p->registered;
 }

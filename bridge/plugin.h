@@ -53,7 +53,3 @@ void dp_plugin_reconcile(struct dp_plugin *p, bool kubelet_event);
 /* Stops serving and registering, removes our socket; the object goes when the server
  * has shut down, without blocking. Accepts NULL. */
 void dp_plugin_free(struct dp_plugin *p);
-
-const char *dp_plugin_resource(const struct dp_plugin *p);
-const char *dp_plugin_socket_path(const struct dp_plugin *p);
-bool dp_plugin_registered(const struct dp_plugin *p);

@@ -8,20 +8,6 @@
 
 #include "bridge-internal.h"
 
-const char *dp_sanitize(const char *s, char *buf, size_t size)
-{
-	size_t n = 0;
-
-	if (size == 0)
-		return "";
-	for (; s && *s && n + 1 < size && n < 64; s++)
-		buf[n++] = (*s >= 0x20 && *s < 0x7f && *s != '"' && *s != '\\') ? *s : '?';
-	if (s && *s && n >= 3)
-		memcpy(buf + n - 3, "...", 3);
-	buf[n] = '\0';
-	return buf;
-}
-
 static void hca_clear(struct dp_hca *h)
 {
 	free(h->name);

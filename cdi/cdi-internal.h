@@ -13,8 +13,8 @@
 #define CDI_MAX_DEPTH 64
 
 /*
- * Copies s into buf as a double-quoted, escaped, possibly shortened ("...") string for
- * one-line error messages. Returns buf.
+ * text_quote() (common.h) for a NUL-terminated s (NULL shown as ""): a double-quoted,
+ * escaped, possibly shortened ("...") string for one-line error messages. Returns buf.
  */
 const char *cdi_quote(char *buf, size_t size, const char *s);
 

@@ -31,24 +31,9 @@ static void out_add(struct outbuf *o, const void *p, size_t n)
 {
 	if (o->oom)
 		return;
-	if (o->cap - o->len < n + 1) {
-		size_t ncap = o->cap ? o->cap : 4096;
-		char *nd;
-
-		while (ncap - o->len < n + 1) {
-			if (ncap > SIZE_MAX / 2) {
-				o->oom = true;
-				return;
-			}
-			ncap *= 2;
-		}
-		nd = realloc(o->data, ncap);
-		if (!nd) {
-			o->oom = true;
-			return;
-		}
-		o->data = nd;
-		o->cap = ncap;
+	if (ARRAY_RESERVE(o->data, o->cap, o->len + n + 1) < 0) {
+		o->oom = true;
+		return;
 	}
 	memcpy(o->data + o->len, p, n);
 	o->len += n;
@@ -79,48 +64,9 @@ static int out_finish(struct outbuf *o, char **ret_buf, size_t *ret_len)
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		unsigned char c = s[i];
-		uint32_t cp;
-		size_t n;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return i;
-		if (len - i <= n)
-			return i;
-		for (size_t k = 1; k <= n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return i;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return i;
-		i += n + 1;
-	}
-	return len;
-}
-
 static bool utf8_valid(const char *s)
 {
-	size_t len = strlen(s);
-
-	return utf8_invalid_at((const unsigned char *)s, len) == len;
+	return text_is_utf8(s, strlen(s));
 }
 
 /* Integers print as integers (Go unmarshals "5.0" into an int64 field with an error). */
@@ -156,48 +102,17 @@ static void pos_of(const char *buf, size_t off, size_t *ret_line, size_t *ret_co
 
 /* ---- JSON output ------------------------------------------------------------------- */
 
+/* Escaped as every JSON output is (json_escape): a spec on disk holds no raw DEL or C1. */
 static void json_string(struct outbuf *o, const char *s)
 {
+	size_t len = strlen(s), n = json_escape(NULL, 0, s, len);
+
 	out_add(o, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[8];
-		size_t run = 0;
-
-		/* Copy runs of characters that need no escaping in one go. */
-		while ((unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\' &&
-		       s[run] != 0x7f)
-			run++;
-		if (run) {
-			out_add(o, s, run);
-			s += run - 1;
-			continue;
-		}
-
-		switch (c) {
-		case '"':
-			out_add(o, "\\\"", 2);
-			break;
-		case '\\':
-			out_add(o, "\\\\", 2);
-			break;
-		case '\n':
-			out_add(o, "\\n", 2);
-			break;
-		case '\t':
-			out_add(o, "\\t", 2);
-			break;
-		case '\r':
-			out_add(o, "\\r", 2);
-			break;
-		default:
-			if (c < 0x20 || c == 0x7f) {
-				snprintf(esc, sizeof(esc), "\\u%04x", c);
-				out_add(o, esc, 6);
-			} else {
-				out_add(o, s, 1);
-			}
-		}
+	if (!o->oom && ARRAY_RESERVE(o->data, o->cap, o->len + n + 2) < 0)
+		o->oom = true;
+	if (!o->oom) {
+		json_escape(o->data + o->len, n + 1, s, len);
+		o->len += n;
 	}
 	out_add(o, "\"", 1);
 }
@@ -468,7 +383,7 @@ static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *
 	int depth = 0;
 	size_t bad_utf8;
 
-	bad_utf8 = utf8_invalid_at((const unsigned char *)buf, len);
+	bad_utf8 = utf8_invalid_at(buf, len);
 	if (bad_utf8 < len)
 		return bad(err, errlen, buf, bad_utf8, "invalid UTF-8");
 	for (size_t i = 0; i < len; i++) {
@@ -902,15 +817,8 @@ static int mapping_node(struct yreader *y, const yaml_event_t *start, int depth,
 			return -ENOMEM;
 		}
 		/* Remember where each key was, to report a duplicate at its position. */
-		if (n_seen == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct seen_key *ns = realloc(seen, ncap * sizeof(*seen));
-
-			if (!ns)
-				return -ENOMEM;
-			seen = ns;
-			cap = ncap;
-		}
+		if (ARRAY_RESERVE(seen, cap, n_seen + 1) < 0)
+			return -ENOMEM;
 		seen[n_seen++] = (struct seen_key){.key = child->string, .mark = mark};
 	}
 	if (n_seen > 1) {
@@ -948,7 +856,7 @@ static int yaml_node(struct yreader *y, yaml_event_t *ev, int depth, cJSON **ret
 /* libyaml refuses raw control characters and invalid UTF-8 too, but reports them at 1:1. */
 static int yaml_prescan(const char *buf, size_t len, char *err, size_t errlen)
 {
-	size_t bad_utf8 = utf8_invalid_at((const unsigned char *)buf, len);
+	size_t bad_utf8 = utf8_invalid_at(buf, len);
 
 	if (bad_utf8 < len)
 		return bad(err, errlen, buf, bad_utf8, "invalid UTF-8");

@@ -12,29 +12,6 @@
 
 #include "cdi-internal.h"
 
-/*
- * Makes room for one more element in *array (n used, *cap allocated), doubling: arrays
- * that grow by one per realloc make a listing of 100,000 files quadratic.
- */
-static int grow(void *array, size_t *cap, size_t n, size_t size)
-{
-	void **p = array;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	if (ncap < *cap || ncap > SIZE_MAX / size)
-		return -ENOMEM;
-	na = realloc(*p, ncap * size);
-	if (!na)
-		return -ENOMEM;
-	*p = na;
-	*cap = ncap;
-	return 0;
-}
-
 static void entry_done(struct cdi_list_entry *e)
 {
 	free(e->dir);
@@ -69,7 +46,7 @@ static struct cdi_list_entry *new_entry(struct cdi_listing *l, struct listing_ca
 {
 	struct cdi_list_entry *e;
 
-	if (grow(&l->entries, &caps->entries, l->n_entries, sizeof(*e)) < 0)
+	if (ARRAY_RESERVE(l->entries, caps->entries, l->n_entries + 1) < 0)
 		return NULL;
 	e = &l->entries[l->n_entries];
 	*e = (struct cdi_list_entry){.dir = strdup(dir), .file = strdup(file)};
@@ -175,11 +152,6 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The candidate file names of a directory, sorted; directories are left out. */
 static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 {
@@ -189,15 +161,12 @@ static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 	struct dirent *de;
 	int fd, r = 0;
 
-	fd = dup(dirfd);
+	fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+	d = fdopendir_consume(fd);
+	if (!d)
+		return -errno;
 	while ((errno = 0, de = readdir(d))) {
 		enum cdi_format fmt;
 		struct stat st;
@@ -207,7 +176,7 @@ static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 		/* A subdirectory (or a symlink to one) is not a spec file: skip it quietly. */
 		if (fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
 			continue;
-		if (grow(&names, &cap, n, sizeof(*names)) < 0) {
+		if (ARRAY_RESERVE(names, cap, n + 1) < 0) {
 			r = -ENOMEM;
 			goto fail;
 		}
@@ -223,7 +192,7 @@ static int dir_files(int dirfd, char ***ret, size_t *ret_n)
 		goto fail;
 	}
 	if (n > 1)
-		qsort(names, n, sizeof(*names), cmp_str);
+		qsort(names, n, sizeof(*names), cmp_strp);
 	*ret = names;
 	*ret_n = n;
 	return 0;
@@ -254,7 +223,7 @@ static int add_conflict(struct cdi_listing *l, struct listing_caps *caps, char *
 {
 	if (!s)
 		return -ENOMEM;
-	if (grow(&l->conflicts, &caps->conflicts, l->n_conflicts, sizeof(*l->conflicts)) < 0) {
+	if (ARRAY_RESERVE(l->conflicts, caps->conflicts, l->n_conflicts + 1) < 0) {
 		free(s);
 		return -ENOMEM;
 	}

@@ -36,46 +36,9 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-static bool is_alnum(char c)
-{
-	return is_alpha(c) || is_digit(c);
-}
-
 const char *cdi_quote(char *buf, size_t size, const char *s)
 {
-	static const size_t max_shown = 64;
-	size_t o = 0, shown = 0;
-
-	if (size < 8) {
-		if (size)
-			buf[0] = '\0';
-		return buf;
-	}
-	buf[o++] = '"';
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char tmp[8];
-		size_t n;
-
-		if (c == '"' || c == '\\')
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", c);
-		else
-			n = (size_t)snprintf(tmp, sizeof(tmp), "%c", c);
-		/* Keep room for the closing quote, "..." and the NUL. */
-		if (shown >= max_shown || o + n + 5 > size) {
-			memcpy(buf + o, "...", 3);
-			o += 3;
-			break;
-		}
-		memcpy(buf + o, tmp, n);
-		o += n;
-		shown++;
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-	return buf;
+	return text_quote(buf, size, s, s ? strlen(s) : 0);
 }
 
 const char *cdi_path_key(char *buf, size_t size, const char *key)
@@ -99,10 +62,11 @@ static const char *label_problem(const char *s, size_t len, bool allow_dot, bool
 		return WHAT("must be at least 2 characters");
 	if (!is_alpha(s[0]))
 		return WHAT("must start with a letter");
-	if (!is_alnum(s[len - 1]))
+	if (!ascii_is_alnum(s[len - 1]))
 		return WHAT("must end with a letter or digit");
 	for (size_t i = 1; i < len - 1; i++) {
-		if (is_alnum(s[i]) || s[i] == '_' || s[i] == '-' || (s[i] == '.' && allow_dot))
+		if (ascii_is_alnum(s[i]) || s[i] == '_' || s[i] == '-' ||
+		    (s[i] == '.' && allow_dot))
 			continue;
 		if (s[i] == '.')
 			return WHAT("may not contain '.' (needs cdiVersion 0.6.0, which older "
@@ -148,12 +112,12 @@ const char *cdi_device_name_problem(const char *name)
 	len = strnlen(name, CDI_DEVICE_NAME_MAX + 1);
 	if (len > CDI_DEVICE_NAME_MAX)
 		return "device name longer than 253 characters";
-	if (!is_alnum(name[0]))
+	if (!ascii_is_alnum(name[0]))
 		return "device name must start with a letter or digit";
-	if (!is_alnum(name[len - 1]))
+	if (!ascii_is_alnum(name[len - 1]))
 		return "device name must end with a letter or digit";
 	for (size_t i = 1; i < len - 1; i++)
-		if (!is_alnum(name[i]) && !strchr("_.:-", name[i]))
+		if (!ascii_is_alnum(name[i]) && !strchr("_.:-", name[i]))
 			return "device name may only contain [A-Za-z0-9_.:-]";
 	return NULL;
 }
@@ -419,11 +383,6 @@ static int fail_key(struct vctx *v, const char *key, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return fail(v, "%s", msg);
-}
-
-static int cmp_strp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 const char *cdi_sorted_duplicate(const char **v, size_t n)
@@ -956,10 +915,10 @@ static const char *annotation_key_problem(const char *k)
 	}
 	if (nlen == 0 || nlen > 63)
 		return "name must be 1 to 63 characters";
-	if (!is_alnum(name[0]) || !is_alnum(name[nlen - 1]))
+	if (!ascii_is_alnum(name[0]) || !ascii_is_alnum(name[nlen - 1]))
 		return "name must start and end with a letter or digit";
 	for (size_t i = 0; i < nlen; i++)
-		if (!is_alnum(name[i]) && !strchr("-_.", name[i]))
+		if (!ascii_is_alnum(name[i]) && !strchr("-_.", name[i]))
 			return "name may only contain [A-Za-z0-9_.-]";
 	return NULL;
 }

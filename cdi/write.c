@@ -326,13 +326,9 @@ int cdi_remove_stale_temps(const char *dir, const char *name)
 
 		if (fd2 < 0)
 			return -errno;
-		d = fdopendir(fd2);
-		if (!d) {
-			int r = -errno;
-
-			close(fd2);
-			return r;
-		}
+		d = fdopendir_consume(fd2);
+		if (!d)
+			return -errno;
 	}
 	while ((errno = 0, de = readdir(d))) {
 		int r;

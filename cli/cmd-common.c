@@ -14,7 +14,6 @@
 #include "common.h"
 #include "build-config.h"
 #include "daemon.h"
-#include "hooks.h"
 
 #define HELP_INDENT 30
 #define HELP_WIDTH 79
@@ -92,14 +91,6 @@ void cli_print_help(const struct cli_parser *p, FILE *f)
 	}
 }
 
-/* The hook's own parser: the spec never carries a value the hook would refuse. */
-static bool memlock_is_valid(const char *s)
-{
-	rlim_t v;
-
-	return hook_parse_memlock(s, &v) == 0;
-}
-
 /* --rescan-interval: 1, or EXIT_USAGE. */
 static int rescan_option(const char *cmd, struct cli_common *c, const char *arg)
 {
@@ -166,7 +157,8 @@ static int shared_option(const struct cli_parser *p, struct cli_common *c, int o
 		c->spec.hook_path = arg;
 		return 1;
 	case CLI_OPT_MEMLOCK:
-		if (!memlock_is_valid(arg))
+		/* The hook's own parser: the spec never carries a value the hook would refuse. */
+		if (parse_memlock(arg, &(rlim_t){0}) < 0)
 			return cli_usage_error(
 			    cmd,
 			    "--memlock %s: expected 'unlimited' or a positive byte "
@@ -408,39 +400,16 @@ void cli_explain_no_device(const struct cli_common *c, const struct disc_node *n
 		node->n_devices, qroot);
 }
 
-/*
- * cJSON escapes the C0 controls only: DEL and the C1 controls (U+0080..U+009F, CSI among
- * them) from a hostile file name would reach the terminal raw. Outside strings JSON has
- * no such bytes, so escaping them everywhere is safe.
- */
-static int print_json_escaped(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		int r;
-
-		if (*p == 0x7f) {
-			r = fputs("\\u007f", stdout);
-		} else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			r = printf("\\u%04x", p[1]);
-			p++;
-		} else {
-			r = putchar(*p);
-		}
-		if (r < 0)
-			return -EIO;
-	}
-	return putchar('\n') < 0 ? -EIO : 0;
-}
-
 int cli_print_json(const struct cJSON *j)
 {
-	_cleanup_free_ char *s = j ? cJSON_Print(j) : NULL;
+	/* cJSON leaves DEL and the C1 controls of a hostile file name raw: json_print not. */
+	_cleanup_free_ char *s = json_print(j);
 
 	if (!s) {
 		log_error_errno(-ENOMEM, "formatting JSON");
 		return EXIT_FAIL;
 	}
-	if (print_json_escaped(s) < 0 || fflush(stdout) != 0) {
+	if (puts(s) < 0 || fflush(stdout) != 0) {
 		log_error_errno(-errno, "writing to stdout");
 		return EXIT_FAIL;
 	}

@@ -52,7 +52,7 @@ static int doctor_option(void *ctx, int opt, const char *arg)
 	if (opt == OPT_JSON) {
 		a->json = true;
 	} else if (opt == OPT_MR_SIZE) {
-		if (hook_parse_memlock(arg, &v) < 0 || v == RLIM_INFINITY || v > DOCTOR_MAX_MR_SIZE)
+		if (parse_memlock(arg, &v) < 0 || v == RLIM_INFINITY || v > DOCTOR_MAX_MR_SIZE)
 			return cli_usage_error("doctor",
 					       "--mr-size %s: expected a byte count from 1 to 1T "
 					       "with an optional K, M or G suffix",

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -171,6 +172,9 @@ void log_fullv(enum log_level level, int error, struct log_fields fields, const 
 size_t text_escape(char *dst, size_t size, const char *s, size_t len, bool quote);
 /* True when s[0..len) is valid UTF-8 (controls included): safe to hand to a JSON writer. */
 bool text_is_utf8(const char *s, size_t len);
+/* The offset of the first byte of s[0..len) that is not strict UTF-8 (no overlong forms,
+ * no surrogates, nothing above U+10FFFF); len when all of it is. */
+size_t utf8_invalid_at(const char *s, size_t len);
 /* True when s is empty or holds a space, quote, backslash or anything text_escape changes. */
 bool text_needs_quotes(const char *s, size_t len);
 /*
@@ -189,16 +193,34 @@ char *escape_untrusted(const char *s);
  */
 struct cJSON;
 struct cJSON *json_untrusted_string(const char *s);
+/*
+ * s[0..len) for a one-line message: "..." with text_escape(quote) inside, at most the first
+ * 64 bytes of s, then "..." before the closing quote when cut; NULL s is "". size must
+ * be at least 8 (else buf is ""). Returns buf.
+ */
+const char *text_quote(char *buf, size_t size, const char *s, size_t len);
+/* True when s[0..len) is non-empty and text_escape leaves it as it is: valid UTF-8 with no
+ * control character (C0, DEL, C1). */
+bool text_is_printable(const char *s, size_t len);
+
+/*
+ * Escapes s[0..len) as the inside of a JSON string, the way cJSON does and more: \" \\
+ * \n \t \r, \u00XX for the other C0 controls, DEL and the C1 controls (cJSON copies
+ * these raw; U+009B is a CSI on some terminals). Other bytes are copied: the caller makes
+ * sure of UTF-8 (text_is_utf8). Writes and returns as text_escape does.
+ */
+size_t json_escape(char *dst, size_t size, const char *s, size_t len);
+/* cJSON_Print(j) with DEL and the C1 controls escaped as json_escape does: every JSON
+ * document we print goes through here. malloc'd; NULL on OOM. */
+char *json_print(const struct cJSON *j);
 
 /* ---- file reading ---------------------------------------------------------------- */
 
 /*
- * Reads a small attribute file (sysfs style) relative to dirfd into buf (NUL-terminated,
- * trailing newlines stripped). Files longer than size-1 bytes give -EFBIG. Returns the
- * length. Never logs.
+ * Reads a small attribute file (sysfs style) from fd into buf (NUL-terminated, trailing
+ * newlines stripped) with one read(), so that it is read atomically. Files longer than
+ * size-1 bytes give -EFBIG. Returns the length. Never logs.
  */
-int read_attr_at(int dirfd, const char *path, char *buf, size_t size);
-/* The same on an open fd: one read(), so a sysfs attribute is read atomically. */
 int read_attr_fd(int fd, char *buf, size_t size);
 
 /*
@@ -211,6 +233,12 @@ int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, ch
 
 /* Reads all of fd (stdin, pipes) up to max bytes (-EFBIG beyond). */
 int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
+/* fdopendir() that always takes fd: on failure fd is closed and NULL returned with errno
+ * set, so that the caller has one thing to clean up either way. */
+DIR *fdopendir_consume(int fd);
+/* True for "." and "..", which readdir() lists and nobody wants. */
+bool dot_or_dot_dot(const char *name);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
@@ -232,6 +260,51 @@ int mkdir_all(const char *path, mode_t mode);
 int parse_int64(const char *s, long long *ret);
 /* "major:minor" as in sysfs dev files. */
 int parse_dev_numbers(const char *s, unsigned *ret_major, unsigned *ret_minor);
+
+/* qsort()/bsearch() comparator for an array of char * (strcmp of the pointed-to strings). */
+int cmp_strp(const void *a, const void *b);
+
+static inline bool ascii_is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+/* isalnum() without the locale: names are checked byte for byte. */
+static inline bool ascii_is_alnum(char c)
+{
+	return ascii_is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+/*
+ * Parses a memory lock limit (the hook's --memlock, the config's memlock): "unlimited"
+ * (any case; RLIM_INFINITY) or a positive decimal byte count with an optional binary
+ * suffix K, M or G (any case). -EINVAL on garbage or zero, -ERANGE when it overflows or
+ * equals RLIM_INFINITY (a byte count must not silently mean "unlimited").
+ */
+int parse_memlock(const char *s, rlim_t *ret);
+
+/* ---- Kubernetes names (kube-name.c): the API server's rules, so that we accept what it
+ * accepts and nothing more ---------------------------------------------------------- */
+#define DNS_LABEL_MAX 63
+#define DNS_SUBDOMAIN_MAX 253
+/* A DNS-1123 label (namespaces, request names): at most 63 of [a-z0-9-], alphanumeric at
+ * both ends. NULL is not valid. */
+bool dns_label_is_valid(const char *s);
+bool dns_label_is_valid_len(const char *s, size_t len);
+/* A DNS-1123 subdomain (most object names, node names, driver names): at most 253
+ * characters, dot-separated labels as above (each non-empty: "a..b" is refused; no
+ * per-label length limit, as in Kubernetes). NULL is not valid. */
+bool dns_subdomain_is_valid(const char *s);
+bool dns_subdomain_is_valid_len(const char *s, size_t len);
+
+/* ---- growable arrays (array.c) ------------------------------------------------------ */
+/*
+ * Makes *array (of *cap elements of size bytes) hold at least need elements: the
+ * capacity doubles from 16, so n pushes cost O(n) copies. 0, or -ENOMEM (on overflow too)
+ * with *array and *cap unchanged. ARRAY_RESERVE(v, cap, n + 1) before v[n++] = x.
+ */
+int array_reserve(void **array, size_t *cap, size_t need, size_t size);
+#define ARRAY_RESERVE(array, cap, need)                                                            \
+	array_reserve((void **)&(array), &(cap), (need), sizeof(*(array)))
 
 /* True when s is non-empty, at most max chars and every char is in [A-Za-z0-9_.:-]. */
 bool name_is_safe(const char *s, size_t max);

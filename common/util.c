@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <limits.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "common.h"
@@ -28,16 +29,6 @@ int read_attr_fd(int fd, char *buf, size_t size)
 	if (memchr(buf, '\0', (size_t)n))
 		return -EBADMSG;
 	return (int)n;
-}
-
-int read_attr_at(int dirfd, const char *path, char *buf, size_t size)
-{
-	_cleanup_close_ int fd = -1;
-
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	return read_attr_fd(fd, buf, size);
 }
 
 int read_full_fd(int fd, size_t max, char **ret_buf, size_t *ret_len)
@@ -102,6 +93,24 @@ int read_full_file_at(int dirfd, const char *path, size_t max, bool nofollow, ch
 	if (!S_ISREG(st.st_mode))
 		return -EBADFD;
 	return read_full_fd(fd, max, ret_buf, ret_len);
+}
+
+DIR *fdopendir_consume(int fd)
+{
+	DIR *d = fdopendir(fd);
+
+	if (!d) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+	}
+	return d;
+}
+
+bool dot_or_dot_dot(const char *name)
+{
+	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
 }
 
 int write_all(int fd, const void *buf, size_t len)
@@ -252,4 +261,46 @@ uint64_t fnv1a64(const void *p, size_t len, uint64_t h)
 		h *= 0x100000001b3ULL;
 	}
 	return h;
+}
+
+int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int parse_memlock(const char *s, rlim_t *ret)
+{
+	unsigned long long v = 0, mult = 1;
+	const char *p;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (strcasecmp(s, "unlimited") == 0) {
+		*ret = RLIM_INFINITY;
+		return 0;
+	}
+	/* Digits by hand: strtoull would accept signs, spaces and wrap "-1" to 2^64-1. */
+	for (p = s; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (~0ULL - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (p == s || v == 0)
+		return -EINVAL;
+	if (*p) {
+		const char *suffix = strchr("kKmMgG", *p);
+
+		if (!suffix || p[1])
+			return -EINVAL;
+		mult = 1ULL << (10 * (1 + (suffix - "kKmMgG") / 2));
+	}
+	if (v > ~0ULL / mult)
+		return -ERANGE;
+	v *= mult;
+	if ((rlim_t)v != v || (rlim_t)v == RLIM_INFINITY)
+		return -ERANGE;
+	*ret = (rlim_t)v;
+	return 0;
 }

@@ -61,41 +61,6 @@ int ydoc_fail(const struct ydoc *d, int r, const struct ydoc_node *at, const cha
 	return r;
 }
 
-const char *ydoc_quote(char *buf, size_t size, const char *s, size_t len)
-{
-	size_t o = 0;
-
-	if (size < 8) {
-		if (size)
-			buf[0] = '\0';
-		return buf;
-	}
-	buf[o++] = '"';
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char tmp[8];
-		size_t n;
-
-		if (c == '"' || c == '\\')
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", c);
-		else
-			n = (size_t)snprintf(tmp, sizeof(tmp), "%c", c);
-		/* Room for "...", the closing quote and the NUL. */
-		if (i >= 64 || o + n + 5 > size) {
-			memcpy(buf + o, "...", 3);
-			o += 3;
-			break;
-		}
-		memcpy(buf + o, tmp, n);
-		o += n;
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-	return buf;
-}
-
 /* ---- the tree ----------------------------------------------------------------------- */
 
 void ydoc_node_free(struct ydoc_node *n)
@@ -111,15 +76,8 @@ void ydoc_node_free(struct ydoc_node *n)
 
 static int node_add(struct ydoc_node *parent, struct ydoc_node *kid)
 {
-	if (parent->n_kids == parent->cap) {
-		size_t cap = parent->cap ? parent->cap * 2 : 8;
-		struct ydoc_node **k = realloc(parent->kids, cap * sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		parent->kids = k;
-		parent->cap = cap;
-	}
+	if (ARRAY_RESERVE(parent->kids, parent->cap, parent->n_kids + 1) < 0)
+		return -ENOMEM;
 	parent->kids[parent->n_kids++] = kid;
 	return 0;
 }
@@ -186,11 +144,11 @@ static int check_node_props(const struct loader *l, const yaml_event_t *e,
 	if (anchor)
 		return fail_at(
 		    l->d, -EINVAL, line, col, l->lim->path, "YAML anchors are not accepted (&%s)",
-		    ydoc_quote(q, sizeof(q), (const char *)anchor, strlen((const char *)anchor)));
+		    text_quote(q, sizeof(q), (const char *)anchor, strlen((const char *)anchor)));
 	if (tag && !l->lim->allow_tags)
 		return fail_at(
 		    l->d, -EINVAL, line, col, l->lim->path, "YAML tags are not accepted (%s)",
-		    ydoc_quote(q, sizeof(q), (const char *)tag, strlen((const char *)tag)));
+		    text_quote(q, sizeof(q), (const char *)tag, strlen((const char *)tag)));
 	return 0;
 }
 
@@ -356,7 +314,7 @@ const char *ydoc_got(char *buf, size_t size, const struct ydoc_node *n)
 		snprintf(buf, size, "got %s", ydoc_kind(n));
 	else
 		snprintf(buf, size, "got %s%s", n->plain ? "" : "the quoted string ",
-			 ydoc_quote(q, sizeof(q), n->value, n->len));
+			 text_quote(q, sizeof(q), n->value, n->len));
 	return buf;
 }
 
@@ -446,7 +404,7 @@ int ydoc_map(const struct ydoc *d, const struct ydoc_node *n, const char *path)
 	if (!text_needs_quotes(dup->value, dup->len))
 		snprintf(q, sizeof(q), "%s", dup->value);
 	else
-		ydoc_quote(q, sizeof(q), dup->value, dup->len);
+		text_quote(q, sizeof(q), dup->value, dup->len);
 	return ydoc_fail(d, -EINVAL, dup, path, "duplicate key %s (first at line %u, column %u)", q,
 			 first->line, first->column);
 }

@@ -66,10 +66,6 @@ DEFINE_CLEANUP_FUNC(struct ydoc_node, ydoc_node_free)
 int ydoc_fail(const struct ydoc *d, int r, const struct ydoc_node *at, const char *path,
 	      const char *fmt, ...) _printf_(5, 6);
 
-/* s[0..len) for a message: double-quoted, '"' and '\' escaped, other bytes outside
- * printable ASCII as \xNN, cut with "..." after 64 characters. Returns buf (size >= 8). */
-const char *ydoc_quote(char *buf, size_t size, const char *s, size_t len);
-
 /* True for NULL and for a plain "", "~", "null", "Null" or "NULL" (YAML's null). */
 bool ydoc_is_null(const struct ydoc_node *n);
 /* "a list", "a mapping", "an empty value", "a scalar" or "a quoted string". */

@@ -41,6 +41,11 @@
  * the whole message without a word.
  */
 #define CFG_POOL_IDS_MAX 16384
+/* What a container is given (the bridge's Allocate, the DRA driver's Prepare): its RDMA
+ * device names always, and with a pool's ncclEnv the NCCL and UCX selections too. */
+#define CFG_ENV_DEVICES "RDMA_CDI_DEVICES"
+#define CFG_ENV_NCCL_IB_HCA "NCCL_IB_HCA"
+#define CFG_ENV_UCX_NET_DEVICES "UCX_NET_DEVICES"
 
 enum cfg_mode { CFG_MODE_EXCLUSIVE, CFG_MODE_SHARED };
 

@@ -95,7 +95,7 @@ static int map_fields(const struct ydoc *x, const struct ydoc_node *map, const c
 				best = k;
 			}
 		}
-		ydoc_quote(q, sizeof(q), key->value, key->len);
+		text_quote(q, sizeof(q), key->value, key->len);
 		if (best_d <= 2 && best_d < strlen(keys[best]))
 			return fail(x, key, path, "unknown key %s (did you mean %s?)", q,
 				    keys[best]);
@@ -122,47 +122,15 @@ static int need_list(const struct ydoc *x, const struct ydoc_node *n, const char
 
 /* ---- value rules -------------------------------------------------------------------- */
 
-static bool is_lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-static bool is_alnum(char c)
-{
-	return isascii((unsigned char)c) && isalnum((unsigned char)c);
-}
-
-/* DNS-1123 subdomain: dot-separated labels of [a-z0-9-], each alphanumeric at both ends. */
-static bool dns_subdomain_is_valid(const char *s, size_t len)
-{
-	if (len == 0 || len > 253)
-		return false;
-	for (size_t i = 0; i < len;) {
-		size_t l = 0;
-
-		while (i + l < len && s[i + l] != '.')
-			l++;
-		if (l == 0 || !is_lower_alnum(s[i]) || !is_lower_alnum(s[i + l - 1]))
-			return false;
-		for (size_t k = i; k < i + l; k++)
-			if (!is_lower_alnum(s[k]) && s[k] != '-')
-				return false;
-		i += l;
-		if (i < len && ++i == len)
-			return false; /* trailing dot */
-	}
-	return true;
-}
-
 /* Name part of a qualified name: <= 63 of [A-Za-z0-9_.-], alphanumeric at both ends. */
 static bool qualified_name_part_is_valid(const char *s)
 {
 	size_t len = strlen(s);
 
-	if (len == 0 || len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
+	if (len == 0 || len > 63 || !ascii_is_alnum(s[0]) || !ascii_is_alnum(s[len - 1]))
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+		if (!ascii_is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
 			return false;
 	return true;
 }
@@ -188,46 +156,13 @@ const char *cfg_resource_name_problem(const char *name)
 	 * the domain gets 253 - 9 characters. */
 	if ((size_t)(slash - name) + sizeof(requests) - 1 > 253)
 		return "domain longer than 244 characters";
-	if (!dns_subdomain_is_valid(name, (size_t)(slash - name)))
+	if (!dns_subdomain_is_valid_len(name, (size_t)(slash - name)))
 		return "the domain must be a DNS subdomain: dot-separated labels of lower-case "
 		       "letters, digits and '-'";
 	if (!qualified_name_part_is_valid(slash + 1))
 		return "the name after '/' must be 1 to 63 characters of [A-Za-z0-9_.-], "
 		       "starting and ending with a letter or digit";
 	return NULL;
-}
-
-/* The memlock hook's rule (hook_parse_memlock): "unlimited" or BYTES[K|M|G] > 0. */
-static bool memlock_is_valid(const char *s)
-{
-	unsigned long long v = 0, mult = 1;
-	const char *p;
-
-	if (strcasecmp(s, "unlimited") == 0)
-		return true;
-	for (p = s; *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (~0ULL - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (p == s || v == 0)
-		return false;
-	if (*p) {
-		if (strchr("kK", *p))
-			mult = 1ULL << 10;
-		else if (strchr("mM", *p))
-			mult = 1ULL << 20;
-		else if (strchr("gG", *p))
-			mult = 1ULL << 30;
-		else
-			return false;
-		if (p[1])
-			return false;
-	}
-	/* All ones is RLIM_INFINITY: a byte count that large would mean "unlimited". */
-	return v <= ~0ULL / mult && v * mult != ~0ULL;
 }
 
 /* Globs and names: printable ASCII, no '/' (never part of a name) and no space. */
@@ -322,7 +257,7 @@ static int str_item(const struct ydoc *x, const struct ydoc_node *it, const char
 	r = get_string(x, it, ipath, CFG_PATTERN_MAX, &s);
 	if (r < 0)
 		return r;
-	ydoc_quote(q, sizeof(q), s, it->len);
+	text_quote(q, sizeof(q), s, it->len);
 	switch (rule) {
 	case STR_PATTERN:
 		if (!pattern_is_valid(s))
@@ -364,7 +299,7 @@ static int hex_item(const struct ydoc *x, const struct ydoc_node *it, const char
 		return fail(x, it, ipath,
 			    "invalid %s %s: expected 1 to 4 hex digits such as 15b3, "
 			    "optionally with 0x, not 0",
-			    (const char *)data, ydoc_quote(q, sizeof(q), s, it->len));
+			    (const char *)data, text_quote(q, sizeof(q), s, it->len));
 	return 0;
 }
 
@@ -528,7 +463,7 @@ static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const cha
 	why = cfg_resource_name_problem(s);
 	if (why)
 		return fail(x, v[POOL_RESOURCE], kp[POOL_RESOURCE], "invalid resource name %s: %s",
-			    ydoc_quote(q, sizeof(q), s, v[POOL_RESOURCE]->len), why);
+			    text_quote(q, sizeof(q), s, v[POOL_RESOURCE]->len), why);
 	p->resource_name = strdup(s);
 	if (!p->resource_name)
 		return -ENOMEM;
@@ -602,7 +537,7 @@ static int parse_pools(const struct ydoc *x, const struct ydoc_node *n, struct c
 				return fail(x, res[i], path,
 					    "%s is already the resource of pools[%zu] (line %u): "
 					    "each pool needs its own",
-					    ydoc_quote(q, sizeof(q), c->pools[i].resource_name,
+					    text_quote(q, sizeof(q), c->pools[i].resource_name,
 						       strlen(c->pools[i].resource_name)),
 					    j, c->pools[j].line);
 			}
@@ -650,7 +585,7 @@ static int parse_document(const struct ydoc *x, const struct ydoc_node *root, st
 				    "invalid CDI kind %s: expected vendor/class, each at least 2 "
 				    "characters of letters, digits, '_', '-' (and '.' in the "
 				    "vendor), starting with a letter",
-				    ydoc_quote(q, sizeof(q), s, v[TOP_KIND]->len));
+				    text_quote(q, sizeof(q), s, v[TOP_KIND]->len));
 		if ((r = set_string(&c->kind, s)) < 0)
 			return r;
 	}
@@ -661,7 +596,7 @@ static int parse_document(const struct ydoc *x, const struct ydoc_node *root, st
 		if (s[0] != '/')
 			return fail(x, v[TOP_SPEC_DIR], "specDir",
 				    "must be an absolute path, got %s",
-				    ydoc_quote(q, sizeof(q), s, v[TOP_SPEC_DIR]->len));
+				    text_quote(q, sizeof(q), s, v[TOP_SPEC_DIR]->len));
 		if ((r = set_string(&c->spec_dir, s)) < 0)
 			return r;
 	}
@@ -677,11 +612,11 @@ static int parse_document(const struct ydoc *x, const struct ydoc_node *root, st
 		r = get_string(x, v[TOP_MEMLOCK], "memlock", 64, &s);
 		if (r < 0)
 			return r;
-		if (!memlock_is_valid(s))
+		if (parse_memlock(s, &(rlim_t){0}) < 0)
 			return fail(x, v[TOP_MEMLOCK], "memlock",
 				    "expected unlimited or a positive byte count with an optional "
 				    "K, M or G suffix, got %s",
-				    ydoc_quote(q, sizeof(q), s, v[TOP_MEMLOCK]->len));
+				    text_quote(q, sizeof(q), s, v[TOP_MEMLOCK]->len));
 		if ((r = set_string(&c->memlock, s)) < 0)
 			return r;
 	}

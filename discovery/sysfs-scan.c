@@ -243,21 +243,11 @@ static bool scan_stopped(struct scan *s)
 	return s->stop != 0;
 }
 
-/* Copies untrusted text for a message: printable, no quotes, bounded. */
+/* Untrusted text for a message: escaped as every message is (text_escape), bounded. */
 static const char *shown(const char *in, char *buf, size_t size)
 {
-	size_t i, j = 0;
-
-	for (i = 0; in[i] && j + 4 < size; i++) {
-		unsigned char c = (unsigned char)in[i];
-
-		buf[j++] = (c < 0x20 || c > 0x7e || c == '\'') ? '?' : (char)c;
-	}
-	if (in[i]) {
-		memcpy(buf + j, "...", 3);
-		j += 3;
-	}
-	buf[j] = '\0';
+	if (text_escape(buf, size - 3, in, strlen(in), false) >= size - 3)
+		strcat(buf, "...");
 	return buf;
 }
 #define SHOWN(s) shown((s), (char[72]){0}, 72)
@@ -274,16 +264,9 @@ static void problem(struct scan *s, const char *fmt, ...)
 		s->problems_dropped++;
 		return;
 	}
-	if (node->n_problems == s->problems_cap) {
-		size_t ncap = s->problems_cap ? s->problems_cap * 2 : 16;
-		char **n = realloc(node->problems, ncap * sizeof(*n));
-
-		if (!n) {
-			s->oom = true;
-			return;
-		}
-		node->problems = n;
-		s->problems_cap = ncap;
+	if (ARRAY_RESERVE(node->problems, s->problems_cap, node->n_problems + 1) < 0) {
+		s->oom = true;
+		return;
 	}
 	va_start(ap, fmt);
 	r = vasprintf(&line, fmt, ap);
@@ -561,16 +544,11 @@ static int list_dir(int fd, bool (*keep)(const char *), size_t max, struct names
 	struct dirent *de;
 	int over = 0;
 
-	d = fdopendir(fd);
-	if (!d) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
+	d = fdopendir_consume(fd);
+	if (!d)
+		return -errno;
 	while ((errno = 0, de = readdir(d))) {
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+		if (dot_or_dot_dot(de->d_name))
 			continue;
 		if (keep && !keep(de->d_name))
 			continue;
@@ -578,15 +556,8 @@ static int list_dir(int fd, bool (*keep)(const char *), size_t max, struct names
 			over++;
 			continue;
 		}
-		if (l.n == l.cap) {
-			size_t ncap = l.cap ? l.cap * 2 : 16;
-			char **n = realloc(l.v, ncap * sizeof(*n));
-
-			if (!n)
-				goto oom;
-			l.v = n;
-			l.cap = ncap;
-		}
+		if (ARRAY_RESERVE(l.v, l.cap, l.n + 1) < 0)
+			goto oom;
 		l.v[l.n] = strdup(de->d_name);
 		if (!l.v[l.n])
 			goto oom;
@@ -943,16 +914,9 @@ static int scan_device(struct scan *s, const char *name)
 		problem(s, "%s: more than %d RDMA devices, ignoring", name, DISC_MAX_DEVICES);
 		return 1;
 	}
-	if (s->node->n_devices == s->devices_cap) {
-		size_t ncap = s->devices_cap ? s->devices_cap * 2 : 16;
-		struct disc_device *n = realloc(s->node->devices, ncap * sizeof(*n));
-
-		if (!n) {
-			s->oom = true;
-			return 1;
-		}
-		s->node->devices = n;
-		s->devices_cap = ncap;
+	if (ARRAY_RESERVE(s->node->devices, s->devices_cap, s->node->n_devices + 1) < 0) {
+		s->oom = true;
+		return 1;
 	}
 	dev = &s->node->devices[s->node->n_devices++];
 	*dev = (struct disc_device){.numa_node = -1};
@@ -1213,11 +1177,6 @@ static void scan_rdma_cm(struct scan *s)
 
 /* ---- what the scan listed, for disc_refresh() --------------------------------------- */
 
-static int strcmp_p(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Packs n names, sorted with strcmp, into one buffer of NUL-terminated strings. */
 static int pack_names(char **v, size_t n, char **ret, size_t *ret_len)
 {
@@ -1233,7 +1192,7 @@ static int pack_names(char **v, size_t n, char **ret, size_t *ret_len)
 		len += strlen(v[i]) + 1;
 	}
 	if (n > 1)
-		qsort(sorted, n, sizeof(*sorted), strcmp_p);
+		qsort(sorted, n, sizeof(*sorted), cmp_strp);
 	buf = malloc(len + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -1258,34 +1217,19 @@ static int list_packed(int fd, char **ret, size_t *ret_len)
 	_cleanup_free_ char *raw = NULL, **v = NULL;
 	size_t len = 0, cap = 0, n = 0, off = 0;
 	struct dirent *de;
-	int r;
 
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+	d = fdopendir_consume(fd);
+	if (!d)
+		return -errno;
 	while ((errno = 0, de = readdir(d))) {
 		size_t k = strlen(de->d_name) + 1;
 
-		if (de->d_name[0] == '.' &&
-		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+		if (dot_or_dot_dot(de->d_name))
 			continue;
 		if (n >= DISC_MAX_CLASS_ENTRIES)
 			return -E2BIG;
-		if (len + k > cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			char *nr;
-
-			while (ncap < len + k)
-				ncap *= 2;
-			nr = realloc(raw, ncap);
-			if (!nr)
-				return -ENOMEM;
-			raw = nr;
-			cap = ncap;
-		}
+		if (ARRAY_RESERVE(raw, cap, len + k) < 0)
+			return -ENOMEM;
 		memcpy(raw + len, de->d_name, k);
 		len += k;
 		n++;
@@ -1547,7 +1491,7 @@ static int packed_index(const char *buf, size_t len, struct packed_index *ret)
 
 static bool in_index(const struct packed_index *ix, const char *name)
 {
-	return name[0] && bsearch(&name, ix->v, ix->n, sizeof(*ix->v), strcmp_p) != NULL;
+	return name[0] && bsearch(&name, ix->v, ix->n, sizeof(*ix->v), cmp_strp) != NULL;
 }
 
 /* The device's netdevs (or pf_netdev) are empty or gone from the new class/net. */

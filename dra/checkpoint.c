@@ -188,20 +188,12 @@ int dra_checkpoint_remove(struct dra_checkpoint *c, const char *uid)
 
 /* ---- the file's format ------------------------------------------------------------ */
 
-/* Non-empty, at most max bytes, UTF-8 without control characters. */
+/* Non-empty, at most max bytes, UTF-8 without control characters (C1 included). */
 static bool text_ok(const char *s, size_t max)
 {
-	size_t n;
+	size_t n = s ? strnlen(s, max + 1) : 0;
 
-	if (!s)
-		return false;
-	n = strnlen(s, max + 1);
-	if (n == 0 || n > max || !text_is_utf8(s, n))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return false;
-	return true;
+	return n <= max && text_is_printable(s, n);
 }
 
 /* A base name in the spec dir: what dra_claim_spec_file_name makes (no '/', not hidden). */

@@ -11,16 +11,12 @@
 
 #include "cdi.h"
 #include "claims-internal.h"
+#include "config.h"
 #include "dra.h"
 
 /* The effect of the taint slices.c puts on an unhealthy device ("<driver>"
  * DRA_TAINT_SUFFIX, inventory.h). */
 #define TAINT_EFFECT "NoSchedule"
-
-/* The variables the bridge's Allocate sets (bridge-internal.h DP_ENV_*). */
-#define ENV_DEVICES "RDMA_CDI_DEVICES"
-#define ENV_NCCL_IB_HCA "NCCL_IB_HCA"
-#define ENV_UCX_NET_DEVICES "UCX_NET_DEVICES"
 
 #define WHO_MAX 340 /* "namespace/name" escaped, shortened */
 
@@ -109,11 +105,11 @@ bool dra_share_id_is_valid(const char *s)
 /* Request names are DNS labels, "<request>/<subrequest>" for a subrequest's result. */
 static bool request_name_ok(const char *s)
 {
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' || *s == '_' || *s == '/'))
-			return false;
-	return true;
+	const char *slash = strchr(s, '/');
+
+	if (!slash)
+		return dns_label_is_valid(s);
+	return dns_label_is_valid_len(s, (size_t)(slash - s)) && dns_label_is_valid(slash + 1);
 }
 
 /* Does toleration t tolerate the NoSchedule taint key (see struct dra_result)? */
@@ -416,12 +412,12 @@ static int build_spec(const struct dra_inventory *inv, const char *kind, const c
 
 	for (size_t i = 0; i < n; i++)
 		nccl |= pool_nccl_env(inv, hcas[i]);
-	r = add_env(env, ENV_DEVICES, "", hcas, n, JOIN_NAME);
+	r = add_env(env, CFG_ENV_DEVICES, "", hcas, n, JOIN_NAME);
 	/* "=" + names: NCCL's exact match, as the bridge sets it (bridge-internal.h). */
 	if (r >= 0 && nccl)
-		r = add_env(env, ENV_NCCL_IB_HCA, "=", hcas, n, JOIN_NAME);
+		r = add_env(env, CFG_ENV_NCCL_IB_HCA, "=", hcas, n, JOIN_NAME);
 	if (r >= 0 && nccl)
-		r = add_env(env, ENV_UCX_NET_DEVICES, "", hcas, n, JOIN_UCX);
+		r = add_env(env, CFG_ENV_UCX_NET_DEVICES, "", hcas, n, JOIN_UCX);
 	if (r < 0)
 		return r;
 	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))

@@ -39,7 +39,6 @@
 #include "service.h"
 
 #define CLAIM_GET_TIMEOUT_MS 10000 /* well inside the kubelet's 45 s per call */
-#define DNS_SUBDOMAIN_MAX 253
 
 struct dra;
 
@@ -92,49 +91,15 @@ struct dra {
 
 /* ---- names ------------------------------------------------------------------------------- */
 
-static bool is_alnum_lower(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-static bool dns_label_ok(const char *s, size_t len)
-{
-	if (len == 0 || len > 63 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[len - 1]))
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!is_alnum_lower(s[i]) && s[i] != '-')
-			return false;
-	return true;
-}
-
-/* RFC 1123 subdomain: dot-separated labels, at most max characters. */
-static bool dns_subdomain_ok(const char *s, size_t max)
-{
-	size_t len = s ? strnlen(s, max + 1) : 0;
-
-	if (len == 0 || len > max)
-		return false;
-	for (const char *p = s; *p;) {
-		const char *dot = strchr(p, '.');
-		size_t l = dot ? (size_t)(dot - p) : strlen(p);
-
-		if (!dns_label_ok(p, l))
-			return false;
-		p += l + (dot != NULL);
-		if (dot && !*p)
-			return false;
-	}
-	return true;
-}
-
 bool dra_driver_name_is_valid(const char *name)
 {
-	return dns_subdomain_ok(name, DRA_DRIVER_NAME_MAX);
+	return name && strnlen(name, DRA_DRIVER_NAME_MAX + 1) <= DRA_DRIVER_NAME_MAX &&
+	       dns_subdomain_is_valid(name);
 }
 
 bool dra_node_name_is_valid(const char *name)
 {
-	return dns_subdomain_ok(name, DNS_SUBDOMAIN_MAX);
+	return dns_subdomain_is_valid(name);
 }
 
 /* ---- health -------------------------------------------------------------------------------- */
@@ -542,9 +507,9 @@ static void on_claim(void *userdata, const struct kube_reply *rep)
  * the gRPC thread; this keeps the URL safe whatever a batch holds. */
 static const char *claim_ref_problem(const struct dra_claim_ref *ref)
 {
-	if (!dns_label_ok(ref->namespace, strnlen(ref->namespace, 64)))
+	if (!dns_label_is_valid(ref->namespace))
 		return "its namespace is not a DNS label";
-	if (!dns_subdomain_ok(ref->name, DNS_SUBDOMAIN_MAX))
+	if (!dns_subdomain_is_valid(ref->name))
 		return "its name is not a DNS subdomain";
 	return NULL;
 }

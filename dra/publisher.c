@@ -237,16 +237,9 @@ static int listed_put(struct dra_publisher *p, const cJSON *o)
 		p->listed[i] = l;
 		return 0;
 	}
-	if (p->n_listed == p->cap_listed) {
-		size_t cap = p->cap_listed ? p->cap_listed * 2 : 32;
-		struct listed_slice *n = reallocarray(p->listed, cap, sizeof(*n));
-
-		if (!n) {
-			listed_slice_done(&l);
-			return -ENOMEM;
-		}
-		p->listed = n;
-		p->cap_listed = cap;
+	if (ARRAY_RESERVE(p->listed, p->cap_listed, p->n_listed + 1) < 0) {
+		listed_slice_done(&l);
+		return -ENOMEM;
 	}
 	p->listed[p->n_listed++] = l;
 	return 0;

@@ -11,8 +11,6 @@
 
 #include "service.h"
 
-#define DRA_NAMESPACE_MAX 63	/* a DNS label */
-#define DRA_NAME_MAX 253	/* a DNS subdomain */
 #define DRA_MESSAGE_MAX 1048576 /* a request of DRA_CLAIMS_PER_CALL_MAX full claims fits */
 
 /* A decoded request: distinct UIDs in request order (a repeated UID is kept once, the

@@ -127,33 +127,6 @@ static int count_claims(const uint8_t *p, size_t len, size_t *ret)
 	return 0;
 }
 
-static bool is_alnum_lower(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* RFC 1123: a label, or with dots a subdomain, of [a-z0-9-], alphanumeric at both ends. */
-static bool is_dns_name(const char *s, size_t max, bool dots)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > max || !is_alnum_lower(s[0]) || !is_alnum_lower(s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!is_alnum_lower(s[i]) && s[i] != '-' && !(dots && s[i] == '.'))
-			return false;
-	return true;
-}
-
-static const char *shown(const char *s, char *buf, size_t size)
-{
-	size_t n = strlen(s);
-
-	if (text_escape(buf, size - 3, s, n < 64 ? n : 64, true) >= size - 3 || n > 64)
-		strcat(buf, "...");
-	return buf;
-}
-
 static int check_claim(const PB(Claim) * c, size_t i, struct rc_error **err)
 {
 	char b[96];
@@ -161,21 +134,19 @@ static int check_claim(const PB(Claim) * c, size_t i, struct rc_error **err)
 	if (!c->uid || !*c->uid)
 		return rc_error_set(err, -EINVAL, "claim %zu: empty uid", i);
 	if (!name_is_safe(c->uid, DRA_UID_MAX))
-		return rc_error_set(err, -EINVAL,
-				    "claim %zu: uid \"%s\" is not [A-Za-z0-9_.:-]{1,%d}", i,
-				    shown(c->uid, b, sizeof(b)), DRA_UID_MAX);
+		return rc_error_set(err, -EINVAL, "claim %zu: uid %s is not [A-Za-z0-9_.:-]{1,%d}",
+				    i, text_quote(b, sizeof(b), c->uid, strlen(c->uid)), DRA_UID_MAX);
 	if (!c->namespace_ || !*c->namespace_)
 		return rc_error_set(err, -EINVAL, "claim %zu (uid %s): empty namespace", i, c->uid);
-	if (!is_dns_name(c->namespace_, DRA_NAMESPACE_MAX, false))
-		return rc_error_set(err, -EINVAL,
-				    "claim %zu (uid %s): namespace \"%s\" is not a DNS label", i,
-				    c->uid, shown(c->namespace_, b, sizeof(b)));
+	if (!dns_label_is_valid(c->namespace_))
+		return rc_error_set(err, -EINVAL, "claim %zu (uid %s): namespace %s is not a DNS label",
+				    i, c->uid,
+				    text_quote(b, sizeof(b), c->namespace_, strlen(c->namespace_)));
 	if (!c->name || !*c->name)
 		return rc_error_set(err, -EINVAL, "claim %zu (uid %s): empty name", i, c->uid);
-	if (!is_dns_name(c->name, DRA_NAME_MAX, true))
-		return rc_error_set(err, -EINVAL,
-				    "claim %zu (uid %s): name \"%s\" is not a DNS subdomain", i,
-				    c->uid, shown(c->name, b, sizeof(b)));
+	if (!dns_subdomain_is_valid(c->name))
+		return rc_error_set(err, -EINVAL, "claim %zu (uid %s): name %s is not a DNS subdomain",
+				    i, c->uid, text_quote(b, sizeof(b), c->name, strlen(c->name)));
 	return 0;
 }
 

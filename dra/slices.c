@@ -76,16 +76,12 @@ static cJSON *attr_slot(struct attrs *a, bool std, const char *key)
 	return v;
 }
 
+/* Non-empty UTF-8 without control characters (C1 included), at most ATTR_STRING_MAX. */
 static bool string_ok(const char *s)
 {
 	size_t len = strlen(s);
 
-	if (len == 0 || len > ATTR_STRING_MAX || !text_is_utf8(s, len))
-		return false;
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return false;
-	return true;
+	return len <= ATTR_STRING_MAX && text_is_printable(s, len);
 }
 
 static void attr_string(struct attrs *a, bool std, const char *key, const char *s)
@@ -217,11 +213,6 @@ static cJSON *device_attributes(const struct dra_inventory *inv, const struct dr
 	return a.obj;
 }
 
-static bool label_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 void dra_label_value(const char *reason, char buf[static 64])
 {
 	size_t n = 0;
@@ -230,8 +221,8 @@ void dra_label_value(const char *reason, char buf[static 64])
 	for (const char *p = reason ? reason : ""; *p && n < 63; p++) {
 		char c = *p;
 
-		if (label_alnum(c) || c == '.' || c == '_' || c == '-') {
-			if (n == 0 && !label_alnum(c))
+		if (ascii_is_alnum(c) || c == '.' || c == '_' || c == '-') {
+			if (n == 0 && !ascii_is_alnum(c))
 				continue;
 			buf[n++] = c;
 			dash = false;
@@ -240,7 +231,7 @@ void dra_label_value(const char *reason, char buf[static 64])
 			dash = true;
 		}
 	}
-	while (n > 0 && !label_alnum(buf[n - 1]))
+	while (n > 0 && !ascii_is_alnum(buf[n - 1]))
 		n--;
 	buf[n] = '\0';
 	if (n == 0)

@@ -34,13 +34,6 @@ struct hook_state {
 int hook_parse_state(const char *buf, size_t len, struct hook_state *ret_state, char *err,
 		     size_t err_size);
 
-/*
- * Parses a --memlock value: "unlimited" (RLIM_INFINITY) or a positive decimal byte count
- * with an optional binary suffix K, M or G (case-insensitive). -EINVAL on garbage or zero,
- * -ERANGE on overflow.
- */
-int hook_parse_memlock(const char *s, rlim_t *ret);
-
 /* Formats a limit for messages: "unlimited" or the decimal byte count. Returns buf. */
 const char *hook_format_limit(rlim_t v, char *buf, size_t size);
 

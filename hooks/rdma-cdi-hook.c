@@ -64,7 +64,7 @@ static void help(void)
 static void report(enum log_level level, int error, const char *fmt, ...) _printf_(3, 4);
 static void report(enum log_level level, int error, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[1024], line[4096];
 	size_t n;
 	va_list ap;
 
@@ -77,11 +77,10 @@ static void report(enum log_level level, int error, const char *fmt, ...)
 	n = strlen(msg);
 	if (error)
 		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(error < 0 ? -error : error));
-	/* One event, one journal line, no terminal escapes, whatever the message quotes. */
-	for (char *p = msg; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	syslog(level == LOG_LVL_ERROR ? LOG_ERR : LOG_WARNING, "%s", msg);
+	/* One event, one journal line, no terminal escapes, whatever the message quotes:
+	 * escaped as on stderr. */
+	text_escape(line, sizeof(line), msg, strlen(msg), false);
+	syslog(level == LOG_LVL_ERROR ? LOG_ERR : LOG_WARNING, "%s", line);
 }
 
 #define hook_error(...) report(LOG_LVL_ERROR, 0, __VA_ARGS__)
@@ -219,7 +218,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		switch (c) {
 		case 'm':
-			r = hook_parse_memlock(optarg, &target);
+			r = parse_memlock(optarg, &target);
 			if (r < 0) {
 				hook_error("--memlock: invalid value '%s' (expected unlimited or "
 					   "BYTES[K|M|G])",

@@ -457,19 +457,9 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 		k->too_large = true;
 		return 0;
 	}
-	if (k->len + n + 1 > k->cap) {
-		size_t cap = k->cap ? k->cap : 4096;
-		char *b;
-
-		while (cap < k->len + n + 1)
-			cap *= 2;
-		b = realloc(k->body, cap);
-		if (!b) {
-			snprintf(k->abort_reason, sizeof(k->abort_reason), "out of memory");
-			return 0;
-		}
-		k->body = b;
-		k->cap = cap;
+	if (ARRAY_RESERVE(k->body, k->cap, k->len + n + 1) < 0) {
+		snprintf(k->abort_reason, sizeof(k->abort_reason), "out of memory");
+		return 0;
 	}
 	memcpy(k->body + k->len, ptr, n);
 	k->len += n;

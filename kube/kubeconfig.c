@@ -21,22 +21,6 @@
 #define KC_NODES_MAX 100000
 #define KC_SERVER_MAX 2048
 
-/* Untrusted text for a message: escaped, quoted, cut. */
-static const char *kc_quote(char *buf, size_t size, const char *s, size_t len)
-{
-	size_t n;
-
-	if (size < 8)
-		return "";
-	buf[0] = '"';
-	n = text_escape(buf + 1, size - 5, s, len, true);
-	if (n >= size - 5)
-		strcpy(buf + size - 5, "...\"");
-	else
-		strcpy(buf + 1 + n, "\"");
-	return buf;
-}
-
 /* ---- looking things up ---------------------------------------------------------------- */
 
 /* The value of key in a mapping; NULL when absent (or null). Duplicate keys are refused
@@ -106,7 +90,7 @@ static int kc_find_named(const struct ydoc *x, const struct ydoc_node *root, con
 		return 0;
 	}
 	return ydoc_fail(x, -EINVAL, want, what, "%s %s is not in %s", field,
-			 kc_quote(q, sizeof(q), want->value, want->len), list);
+			 text_quote(q, sizeof(q), want->value, want->len), list);
 }
 
 /* ---- values ----------------------------------------------------------------------- */
@@ -123,7 +107,7 @@ static int kc_server(const struct ydoc *x, const struct ydoc_node *n, const char
 		return ydoc_fail(x, -EINVAL, n, key,
 				 "%s is not an https:// URL (the API server is only spoken to over "
 				 "verified TLS)",
-				 kc_quote(q, sizeof(q), s, len));
+				 text_quote(q, sizeof(q), s, len));
 	if (len > KC_SERVER_MAX)
 		return ydoc_fail(x, -EINVAL, n, key, "longer than %d bytes", KC_SERVER_MAX);
 	for (size_t i = 0; i < len; i++) {
@@ -133,12 +117,12 @@ static int kc_server(const struct ydoc *x, const struct ydoc_node *n, const char
 			return ydoc_fail(x, -EINVAL, n, key,
 					 "%s: a server URL holds no blanks, userinfo, query or "
 					 "fragment",
-					 kc_quote(q, sizeof(q), s, len));
+					 text_quote(q, sizeof(q), s, len));
 	}
 	host = s + 8;
 	if (*host == '\0' || *host == '/' || *host == ':')
 		return ydoc_fail(x, -EINVAL, n, key, "%s has no host",
-				 kc_quote(q, sizeof(q), s, len));
+				 text_quote(q, sizeof(q), s, len));
 	while (len > 8 && s[len - 1] == '/')
 		len--;
 	*ret = strndup(s, len);
@@ -336,10 +320,10 @@ static int kc_cluster(const struct ydoc *x, const struct ydoc_node *cl, const ch
 		return r;
 	r = check_ca_file(c->ca_file, why, sizeof(why));
 	if (r < 0) {
-		char q[256];
+		/* A path is shown whole: quote_untrusted, not cut like a value. */
+		_cleanup_free_ char *q = quote_untrusted(c->ca_file);
 
-		return ydoc_fail(x, r, ca, key, "%s: %s",
-				 kc_quote(q, sizeof(q), c->ca_file, strlen(c->ca_file)), why);
+		return ydoc_fail(x, r, ca, key, "%s: %s", q ? q : "(out of memory)", why);
 	}
 	return 0;
 }
@@ -358,17 +342,17 @@ static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct
 		  (r = kc_string(x, u, "tokenFile", key, &file)) < 0))
 		return r;
 	if (file) {
-		char q[256];
+		_cleanup_free_ char *q = NULL;
 
 		snprintf(key, sizeof(key), "%s.tokenFile", path);
 		r = kc_path(x->file, file->value, &c->token_file);
 		if (r < 0)
 			return r;
 		r = check_token_file(c->token_file, why, sizeof(why));
-		if (r < 0)
-			return ydoc_fail(
-			    x, r, file, key, "%s: %s",
-			    kc_quote(q, sizeof(q), c->token_file, strlen(c->token_file)), why);
+		if (r < 0) {
+			q = quote_untrusted(c->token_file);
+			return ydoc_fail(x, r, file, key, "%s: %s", q ? q : "(out of memory)", why);
+		}
 		return 0;
 	}
 	if (token) {
@@ -534,14 +518,14 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char *e
 			snprintf(err, errlen,
 				 "in-cluster: KUBERNETES_SERVICE_HOST: %s is not a host "
 				 "name or IP address",
-				 kc_quote(q, sizeof(q), host, strlen(host)));
+				 text_quote(q, sizeof(q), host, strlen(host)));
 		return -EINVAL;
 	}
 	if (parse_int64(port, &p) < 0 || p < 1 || p > 65535) {
 		if (err && errlen)
 			snprintf(err, errlen,
 				 "in-cluster: KUBERNETES_SERVICE_PORT: %s is not a port",
-				 kc_quote(q, sizeof(q), port, strlen(port)));
+				 text_quote(q, sizeof(q), port, strlen(port)));
 		return -EINVAL;
 	}
 	c = calloc(1, sizeof(*c));

@@ -53,18 +53,8 @@ int kube_lines_feed(struct kube_lines *l, const char *data, size_t n)
 		l->len -= l->start;
 		l->start = 0;
 	}
-	if (l->len + n > l->cap) {
-		size_t cap = l->cap ? l->cap : 4096;
-		char *b;
-
-		while (cap < l->len + n)
-			cap *= 2;
-		b = realloc(l->buf, cap);
-		if (!b)
-			return -ENOMEM;
-		l->buf = b;
-		l->cap = cap;
-	}
+	if (ARRAY_RESERVE(l->buf, l->cap, l->len + n) < 0)
+		return -ENOMEM;
 	memcpy(l->buf + l->len, data, n);
 	l->len += n;
 	return 0;

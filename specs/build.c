@@ -152,11 +152,6 @@ struct id_entry {
 	size_t dev; /* index into node->devices */
 };
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int cmp_id_entry(const void *a, const void *b)
 {
 	const struct id_entry *x = a, *y = b;
@@ -195,13 +190,13 @@ static char (*spec_ids(const struct disc_node *node, const bool *emit))[SPEC_ID_
 			byid[n_ids++] = (struct id_entry){.id = ids[i], .dev = i};
 	}
 	/* O(n log n): a 2,000-device node must not cost 4 million comparisons per rescan. */
-	qsort(names, n_names, sizeof(*names), cmp_str);
+	qsort(names, n_names, sizeof(*names), cmp_strp);
 	qsort(byid, n_ids, sizeof(*byid), cmp_id_entry);
 	for (size_t k = 0; k < n_ids; k++) {
 		const char *id = byid[k].id;
 
 		if ((k > 0 && strcmp(byid[k - 1].id, id) == 0) ||
-		    bsearch(&id, names, n_names, sizeof(*names), cmp_str))
+		    bsearch(&id, names, n_names, sizeof(*names), cmp_strp))
 			ids[byid[k].dev][0] = '\0';
 	}
 	return ids;

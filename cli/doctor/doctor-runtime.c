@@ -225,11 +225,6 @@ void doctor_check_containerd(struct doctor *d)
 	cri_settings_done(&s);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 #define MAX_DROPINS 256
 
 struct names {
@@ -301,7 +296,7 @@ static int crio_read(struct doctor *d, struct cri_settings *s, cJSON *files, str
 	r = add_conf_names(d, "/etc/crio/crio.conf.d", &drop);
 	if (r < 0 && r != -ENOMEM)
 		rc_error_set(err, r, "/etc/crio/crio.conf.d: %s", strerror(-r));
-	qsort(drop.v, drop.n, sizeof(char *), cmp_str);
+	qsort(drop.v, drop.n, sizeof(char *), cmp_strp);
 	for (size_t i = 0; r >= 0 && i < drop.n; i++) {
 		_cleanup_free_ char *hp = cli_host_path(d->o->common, drop.v[i]);
 

@@ -157,7 +157,7 @@ static void spec_options_from(const cJSON *spec, struct spec_options *o)
 			continue;
 		o->hook_path = path->valuestring;
 		if (cJSON_IsString(a1) && strncmp(a1->valuestring, "--memlock=", 10) == 0 &&
-		    hook_parse_memlock(a1->valuestring + 10, &v) == 0)
+		    parse_memlock(a1->valuestring + 10, &v) == 0)
 			o->memlock = a1->valuestring + 10;
 	}
 	cJSON_ArrayForEach (dv, devs) {

@@ -217,9 +217,9 @@ static void test_rejects(void)
 	ok(rejects(t, big_request(10000, "0000:1a:00.0"), "duplicate", err, sizeof(err)),
 	   "10,000 copies of one ID: -EINVAL (duplicate)");
 	ok(rejects(t, request((const char *[]){"evil\"\n\x01id", NULL, NULL}),
-		   "unknown device ID \"evil??", err, sizeof(err)) &&
+		   "unknown device ID \"evil\\\"\\n\\x01id\"", err, sizeof(err)) &&
 	       !strchr(err, '\n'),
-	   "hostile ID is sanitised in the error: %s", err);
+	   "hostile ID is escaped in the error as every message is: %s", err);
 	huge = malloc(100001);
 	memset(huge, 'a', 100000);
 	huge[100000] = '\0';

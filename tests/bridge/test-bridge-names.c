@@ -75,8 +75,8 @@ static void test_resource_names(void)
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		char buf[80];
 
-		ok(bridge_resource_name_is_valid(cases[i].name) == cases[i].valid,
-		   "resource \"%s\" %s", dp_sanitize(cases[i].name, buf, sizeof(buf)),
+		ok(bridge_resource_name_is_valid(cases[i].name) == cases[i].valid, "resource %s %s",
+		   text_quote(buf, sizeof(buf), cases[i].name, strlen(cases[i].name)),
 		   cases[i].valid ? "valid" : "rejected");
 	}
 	ok(!bridge_resource_name_is_valid(NULL), "NULL rejected");

@@ -190,6 +190,24 @@ static void test_layout(void)
 		printf("# got:\n%s", yaml);
 }
 
+/* A spec on disk is read by people too (cat, less): DEL and C1 escaped like C0. */
+static void test_json_escapes(void)
+{
+	_cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
+	_cleanup_(cJSON_Deletep) cJSON *back = NULL;
+	_cleanup_free_ char *json = NULL;
+	const char *v = "a\x01\x7f\xc2\x9b[2J\xc2\x85\xc3\xa9\"\\";
+	size_t len;
+
+	cJSON_AddStringToObject(spec, "k", v);
+	ok(cdi_spec_format(spec, CDI_FORMAT_JSON, &json, &len) == 0 && json &&
+	       strstr(json, "\"a\\u0001\\u007f\\u009b[2J\\u0085\xc3\xa9\\\"\\\\\""),
+	   "json: C0, DEL and C1 escaped as \\u00XX, UTF-8 kept: %s", json ? json : "");
+	ok(json && cdi_spec_parse(json, len, CDI_FORMAT_JSON, &back, NULL, 0) == 0 &&
+	       strcmp(cJSON_GetObjectItem(back, "k")->valuestring, v) == 0,
+	   "and reads back the same string");
+}
+
 static void test_format_errors(void)
 {
 	_cleanup_(cJSON_Deletep) cJSON *bad_utf8 = cJSON_CreateObject();
@@ -428,6 +446,7 @@ int main(void)
 {
 	test_round_trips();
 	test_layout();
+	test_json_escapes();
 	test_format_errors();
 	test_yaml_typing();
 	test_parse_errors();

@@ -97,7 +97,7 @@ static const struct {
 	  "kind: \"rdma\": kind must be vendor/class" },
 	{ SPEC("0.5.0", DEV("a", X), ",'foo':1"), "foo: unknown field" },
 	{ SPEC("0.5.0", DEV("a", X), ",'Kind':'x'"), "Kind: unknown field" },
-	{ SPEC("0.5.0", DEV("a", X), ",'a\\nb':1"), "\"a\\x0ab\": unknown field" },
+	{ SPEC("0.5.0", DEV("a", X), ",'a\\nb':1"), "\"a\\nb\": unknown field" },
 	{ "{'cdiVersion':'0.5.0','kind':'rdma.example/hca'}", "devices: required field missing" },
 	{ SPEC("0.5.0", "", ""), "devices: a spec needs at least one device" },
 	{ "{'cdiVersion':'0.5.0','kind':'rdma.example/hca','devices':{}}", "devices: must be an array" },

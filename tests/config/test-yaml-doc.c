@@ -13,7 +13,7 @@
 #include "../tap.h"
 #include "yaml-doc.h"
 
-static char err[512], big_text[100];
+static char err[512];
 static const struct ydoc doc = {.file = "t.yaml", .err = err, .errlen = sizeof(err)};
 static const struct ydoc_limits lim = {.max_depth = 4, .max_nodes = 50, .what = "a test"};
 
@@ -135,7 +135,7 @@ static void test_messages(void)
 {
 	struct ydoc_node at = {.line = 3, .column = 7};
 	struct ydoc noerr = {.file = "t.yaml"};
-	char q[96], small[16];
+	char small[16];
 
 	ok(ydoc_fail(&doc, -EINVAL, &at, "pools[0]", "bad %d", 1) == -EINVAL, "returns r");
 	EQ_STR(err, "t.yaml:3:7: pools[0]: bad 1", "FILE:LINE:COL: PATH: message");
@@ -147,15 +147,6 @@ static void test_messages(void)
 	struct ydoc cut = {.file = "t.yaml", .err = small, .errlen = sizeof(small)};
 	ydoc_fail(&cut, -EINVAL, &at, "path", "a long message");
 	ok(strlen(small) == sizeof(small) - 1, "a short buffer is cut and terminated");
-
-	EQ_STR(ydoc_quote(q, sizeof(q), "a\"b\\c\n\xc3\xa9", 8), "\"a\\\"b\\\\c\\x0a\\xc3\\xa9\"",
-	       "quote escapes quotes, backslashes, controls and non-ASCII bytes");
-	memset(big_text, 'a', 100);
-	ydoc_quote(q, sizeof(q), big_text, 100);
-	ok(strlen(q) == 1 + 64 + 3 + 1 && !strcmp(q + 65, "...\""), "quote cuts after 64 (%s)", q);
-	ydoc_quote(small, sizeof(small), big_text, 100);
-	ok(strlen(small) < sizeof(small) && !strcmp(small + strlen(small) - 4, "...\""),
-	   "quote fits its buffer");
 }
 
 static void test_values(void)

@@ -134,6 +134,18 @@ static void test_blank_numbers(void)
 			    strstr(node->problems[i], "is not a number, using none");
 	ok(reported, "... reported as not a number");
 	disc_node_free(node);
+	node = NULL;
+
+	/* The value is quoted escaped as in every message: C0, DEL and C1 (CSI) alike. */
+	write_file(p, "1\x1b[2J\x7f\xc2\x9b");
+	ok(disc_scan(&o, &node) == 0, "scan with terminal controls in numa_node");
+	reported = false;
+	for (size_t i = 0; node && i < node->n_problems; i++)
+		reported |=
+		    !strcmp(node->problems[i], "mlx5_3: numa_node '1\\x1b[2J\\x7f\\xc2\\x9b' "
+					       "is not a number, using none");
+	ok(reported, "... reported with the controls escaped as \\xNN");
+	disc_node_free(node);
 	free(p);
 	rm_rf(sys);
 	free(sys);

@@ -592,6 +592,27 @@ def read(path):
         return f.read()
 
 
+def test_hostile_names():
+    """A spec file named with terminal controls reaches no terminal raw: the JSON report
+    escapes C0, DEL and C1 as \\uXXXX like every other JSON output, and keeps the name."""
+    host = make_host()
+    generate(host)
+    name = "x\x1b[2J\x7f\u009b.json"
+    write(host, "/etc/cdi/" + name, "{}")
+    p = subprocess.run([RDMA_CDI, "doctor", "--json", "--host-root", host],
+                       capture_output=True, timeout=120)
+    out = p.stdout
+    ok(b"\x1b" not in out and b"\x7f" not in out and b"\xc2\x9b" not in out
+       and b"\\u009b" in out, "doctor --json: controls, DEL and C1 escaped", out[-3000:])
+    files = [f["file"] for d in check(json.loads(out), "spec_dirs")["data"]["dirs"]
+             for f in d["files"]]
+    ok(name in files, "and the name parses back exact", files)
+    p = subprocess.run([RDMA_CDI, "doctor", "--host-root", host], capture_output=True,
+                       timeout=120)
+    ok(b"\x1b" not in p.stdout + p.stderr and b"\xc2\x9b" not in p.stdout + p.stderr,
+       "doctor's text report: no raw escape either", p.stdout + p.stderr)
+
+
 def test_spec():
     host = make_host()
     rc, j, err = doctor_json("--host-root", host)
@@ -829,6 +850,7 @@ try:
     test_crio()
     test_spec()
     test_hostile()
+    test_hostile_names()
     test_usage()
     ok(not fixless, "every failure of every run above carries a fix", fixless[:5])
     ok(not bad_json, "every --json of every run above is UTF-8 JSON, each key once",

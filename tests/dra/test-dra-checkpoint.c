@@ -272,6 +272,10 @@ static void test_corrupt(void)
 		     "\"name\":\"b\",\"devices\":[{\"device\":\"d\",\"requests\":[\"r\"],"
 		     "\"cdiDeviceIDs\":[\"k/c=x\"]}]}]}",
 		     -EBADMSG, "claims[0].namespace", "a control character");
+	refused_file("{\"version\":1,\"claims\":[{\"uid\":\"u1\",\"namespace\":\"a\",\"name\":"
+		     "\"b\\u009b[2J\",\"devices\":[{\"device\":\"d\",\"requests\":[\"r\"],"
+		     "\"cdiDeviceIDs\":[\"k/c=x\"]}]}]}",
+		     -EBADMSG, "claims[0].name", "a C1 control character (CSI)");
 }
 
 /* A checkpoint of a release before shareID and adminAccess: read as before, and what the

@@ -133,6 +133,19 @@ static void test_results_refused(void)
 			-EINVAL,
 			"claim default/c1: status.allocation.devices.results[0].request: not a "
 			"request name");
+	/* The API server's rule (a DNS label, or two joined by '/'), not a looser one. */
+	refused_results("request not a DNS label",
+			"{\"request\":\"Nic_1\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL
+			"\",\"device\":\"d\"}",
+			-EINVAL,
+			"claim default/c1: status.allocation.devices.results[0].request: not a "
+			"request name");
+	refused_results("request with an empty subrequest",
+			"{\"request\":\"nic/\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL
+			"\",\"device\":\"d\"}",
+			-EINVAL,
+			"claim default/c1: status.allocation.devices.results[0].request: not a "
+			"request name");
 	refused_results("adminAccess a string",
 			"{\"request\":\"r\",\"driver\":\"" DRIVER "\",\"pool\":\"" POOL
 			"\",\"device\":\"d\",\"adminAccess\":\"true\"}",

@@ -90,6 +90,15 @@ int main(void)
 	ok(!accepted("ns", "u/v", "n") && !accepted("ns", "u v", "n"),
 	   "a uid with '/' or a space is refused");
 	ok(!accepted("ns", "u", "N"), "an upper-case name is refused");
+	/* Each dot-separated label starts and ends with an alphanumeric (IsDNS1123Subdomain):
+	 * the API server never stores such a name, so a request naming one is forged. */
+	ok(!accepted("ns", "u", "a..b") && !accepted("ns", "u", "a.-b") &&
+	       !accepted("ns", "u", "a-.b"),
+	   "a name with an empty label or a label ending in '-' is refused");
+	e = decode((struct c3[]){{"default", "u1", "a..b"}}, 1, &r, err, sizeof(err));
+	EQ_INT(e, -EINVAL, "Prepare of claim a..b");
+	EQ_STR(err, "claim 0 (uid u1): name \"a..b\" is not a DNS subdomain",
+	       "the error names the claim and the rule");
 
 	e = decode((struct c3[]){{"default", "u1", "a"}, {"", "u2", "b"}}, 2, &r, err, sizeof(err));
 	EQ_INT(e, -EINVAL, "an empty namespace in claim 1");

@@ -250,7 +250,8 @@ static void test_omitted(void)
 	memset(d->fw_ver, '7', 64);
 	snprintf(d->ports[0].rate, sizeof(d->ports[0].rate), "10 Gb/sec (4X SDR)");
 	snprintf(d->driver, sizeof(d->driver), "bad\x01driver");
-	fake_add(f, "rxe0", "", "devices/virtual/net/eth0", 0, true, true);
+	d = fake_add(f, "rxe0", "", "devices/virtual/net/eth0", 0, true, true);
+	snprintf(d->driver, sizeof(d->driver), "rdma\xc2\x9b[2Jrxe");
 	inv = fake_inventory(f, &cfg, &a);
 	devs = dra_slice_devices(inv, DRV);
 	big = device_named(devs, "pci-0000-3b-00-0");
@@ -283,6 +284,8 @@ static void test_omitted(void)
 	ok(rxe && !attr(rxe, "resource.kubernetes.io/pcieRoot", "string") &&
 	       !attr(rxe, "resource.kubernetes.io/pciBusID", "string"),
 	   "no PCI address: no pcieRoot, no pciBusID");
+	ok(rxe && !attr(rxe, DRV "/driver", "string"),
+	   "a value with a C1 control character (CSI) is omitted too");
 	ok(rxe && attr(rxe, "resource.kubernetes.io/numaNode", "int"),
 	   "numaNode 0 is kept (only -1 is omitted)");
 	cJSON_Delete(devs);

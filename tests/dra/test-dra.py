@@ -371,6 +371,8 @@ def sc_registration(c):
     for argv, env_, needle, what in (
             (base, env, "no node name", "no --node-name and no NODE_NAME"),
             (base + ["--node-name", "Node_1"], env, "not a DNS subdomain", "a bad node name"),
+            (base + ["--node-name", "a..b"], env, "not a DNS subdomain",
+             "a node name with an empty label"),
             (base, dict(env, NODE_NAME="-x"), "NODE_NAME", "a bad NODE_NAME"),
             (base + ["--node-name", NODE, "--driver-name", "x" * 64], env, "63",
              "a driver name over 63 characters"),

@@ -169,7 +169,7 @@ static void test_refusals(void)
 		"clusters[1].cluster.certificate-authority: missing",
 		"a cluster without any CA is refused");
 	refused("    server: https://h:1\n    certificate-authority: nope.crt\n", tok, -ENOENT,
-		"nope.crt\": No such file", "a missing CA file is refused with ENOENT");
+		"/nope.crt: No such file", "a missing CA file is refused with ENOENT");
 	refused("    server: https://h:1\n    certificate-authority: token\n", tok, -EINVAL,
 		"holds no PEM certificate", "a CA file without a certificate is refused");
 	refused("    server: https://h:1\n    certificate-authority-data: '@@@'\n", tok, -EINVAL,

@@ -33,6 +33,9 @@ static bool dns_ok(const char *s, size_t max, bool dots)
 
 		if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && !(dots && c == '.'))))
 			return false;
+		/* Labels start and end with an alphanumeric: no "a..b", "a-.b", "a.-b". */
+		if (c == '.' && (s[i - 1] == '.' || s[i - 1] == '-' || s[i + 1] == '-'))
+			return false;
 	}
 	return true;
 }
@@ -161,8 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct dra_claim_ref *c = &req->claims[i];
 
 		fuzz_assert(name_is_safe(c->uid, DRA_UID_MAX));
-		fuzz_assert(dns_ok(c->namespace, DRA_NAMESPACE_MAX, false));
-		fuzz_assert(dns_ok(c->name, DRA_NAME_MAX, true));
+		fuzz_assert(dns_ok(c->namespace, DNS_LABEL_MAX, false));
+		fuzz_assert(dns_ok(c->name, DNS_SUBDOMAIN_MAX, true));
 		for (size_t k = 0; k < i; k++)
 			fuzz_assert(strcmp(c->uid, req->claims[k].uid) != 0);
 	}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The hook's inputs: its --memlock argument (the input's first line) and the OCI state
- * on stdin (the rest), through hook_parse_memlock() and hook_parse_state(), then the
+ * on stdin (the rest), through parse_memlock() and hook_parse_state(), then the
  * limit plan for a few current limits. Only the pure logic runs: no process is looked
  * up and prlimit() is never called.
  */
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!arg)
 		abort();
-	r = hook_parse_memlock(arg, &target);
+	r = parse_memlock(arg, &target);
 	if (r == 0) {
 		fuzz_assert(target > 0);
 		hook_format_limit(target, lim, sizeof(lim));

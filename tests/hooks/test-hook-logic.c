@@ -100,7 +100,7 @@ static void test_state(void)
 static void memlock_good(const char *s, rlim_t want)
 {
 	rlim_t v = 0;
-	int r = hook_parse_memlock(s, &v);
+	int r = parse_memlock(s, &v);
 
 	ok(r == 0 && v == want, "--memlock=%s -> %llu (got r=%d %llu)", s, (unsigned long long)want,
 	   r, (unsigned long long)v);
@@ -109,7 +109,7 @@ static void memlock_good(const char *s, rlim_t want)
 static void memlock_bad(const char *s, int want_r)
 {
 	rlim_t v = 7;
-	int r = hook_parse_memlock(s, &v);
+	int r = parse_memlock(s, &v);
 
 	ok(r == want_r && v == 7, "--memlock=%s rejected with %d (got %d)", s ? s : "(null)",
 	   want_r, r);

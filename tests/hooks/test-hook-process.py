@@ -355,10 +355,12 @@ try:
         tap(rc == 1 and same_as_stderr(msgs, err, DAEMON_ERR),
             "bad OCI state: daemon.err in syslog", f"rc={rc} stderr={err!r} syslog={msgs!r}")
 
-        rc, err, msgs = run_hook_syslog(["--memlock=x\x1b[2J\nforged"], "{}")
-        tap(rc == 2 and len(msgs) == 1 and msgs[0][0] == DAEMON_ERR
-            and "\x1b" not in msgs[0][2] and "\n" not in msgs[0][2] and "forged" in msgs[0][2],
-            "bad --memlock with escapes: one daemon.err line, control characters blanked",
+        rc, err, msgs = run_hook_syslog(["--memlock=x\x1b[2J\u009b\x7f\nforged"], "{}")
+        tap(rc == 2 and same_as_stderr(msgs, err, DAEMON_ERR)
+            and "\x1b" not in msgs[0][2] and "\n" not in msgs[0][2] and "\x9b" not in msgs[0][2]
+            and "\x7f" not in msgs[0][2] and "\\x1b[2J\\xc2\\x9b\\x7f\\nforged" in msgs[0][2],
+            "bad --memlock with escapes: one daemon.err line, C0, DEL and C1 escaped as on "
+            "stderr",
             f"rc={rc} stderr={err!r} syslog={msgs!r}")
 
         p = spawn(LOW, CEIL)
