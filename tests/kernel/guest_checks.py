@@ -195,7 +195,6 @@ def kernel_view(g):
             view[ibdev]["uverbs"] = (verbs, os.major(st.st_rdev), os.minor(st.st_rdev))
     for name in view:
         base = "/sys/class/infiniband/" + name
-        view[name]["node_guid"] = read(base + "/node_guid")
         view[name]["link_layer"] = read(base + "/ports/1/link_layer")
     st = os.stat("/dev/infiniband/rdma_cm")
     return view, (os.major(st.st_rdev), os.minor(st.st_rdev))
@@ -220,8 +219,13 @@ def step_discover(g):
         uv = d.get("uverbs") or {}
         tap.ok(d.get("pci") is None and d.get("numa_node") is None and not d.get("vf"),
                "%s: no PCI address, no NUMA node (a virtual device)" % name, json.dumps(d))
-        tap.ok(d.get("node_guid") == k["node_guid"], "%s: node GUID %s as in sysfs" %
-               (name, k["node_guid"]), d.get("node_guid"))
+        base = "/sys/class/infiniband/%s/" % name
+        # An empty attribute (rxe's fw_ver) is null in the JSON, never "".
+        sysfs = [read(base + f) or None
+                 for f in ("node_guid", "node_type", "fw_ver", "ports/1/rate")]
+        tap.ok([d.get("node_guid"), d.get("node_type"), d.get("fw_ver"), port.get("rate")] ==
+               sysfs, "%s: node GUID, node type, firmware, rate as sysfs has them (%s)" %
+               (name, ", ".join(map(str, sysfs))), json.dumps(d))
         tap.ok((uv.get("name"), uv.get("major"), uv.get("minor")) == k["uverbs"] and
                uv.get("present"), "%s: %s %d:%d as stat() of its node says" %
                ((name,) + k["uverbs"]), json.dumps(uv))
@@ -426,6 +430,7 @@ STEPS = {
     "bridge": guest_daemons.step_bridge,
     "watch": guest_daemons.step_watch,
     "dra": guest_daemons.step_dra,
+    "bench-events": guest_daemons.step_bench_events,
     "bench": step_bench,
 }
 
