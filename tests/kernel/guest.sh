@@ -6,9 +6,10 @@
 # Every step is bounded; the host side bounds the whole boot as well.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
+# Not /tmp: the source tree or the build dir may be under the host's /tmp (the overlay's
+# tmpfs upper takes the guest's writes anyway).
 mount -t tmpfs -o mode=0755 tmpfs /run
-mount -t tmpfs tmpfs /tmp
-mkdir -p /dev/pts /dev/shm
+mkdir -p /dev/pts /dev/shm /var/lib/containers
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup

@@ -61,24 +61,35 @@ if complete "$dir/$version" "$version"; then
 	ln -sfn "$version" "$dir/current"
 	exit 0
 fi
-echo "kernel setup: downloading $pkg into $dir" >&2
-rm -rf "$dir/$version.new" "$dir/debs"
-mkdir -p "$dir/$version.new" "$dir/debs"
-(cd "$dir/debs" && apt-get -qq -o APT::Sandbox::User=root download "$pkg")
-dpkg-deb -x "$dir/debs/"*.deb "$dir/$version.new"
-new=$dir/$version.new
-mv "$new/boot/vmlinuz-$version" "$new/vmlinuz"
-# Debian ships the modules under /lib/modules (usrmerge may put them under /usr/lib).
-if [ ! -d "$new/lib/modules/$version" ] && [ -d "$new/usr/lib/modules/$version" ]; then
-	mkdir -p "$new/lib/modules"
-	mv "$new/usr/lib/modules/$version" "$new/lib/modules/"
-fi
-depmod -b "$new" "$version"
-echo "$version" >"$new/VERSION"
-complete "$new" "$version" || {
-	echo "kernel setup: $pkg lacks one of the modules: ${wanted[*]}" >&2
-	exit 1
+fetch() {
+	echo "kernel setup: downloading $pkg into $dir" >&2
+	rm -rf "$dir/$version.new" "$dir/debs"
+	mkdir -p "$dir/$version.new" "$dir/debs"
+	(cd "$dir/debs" && apt-get -qq -o APT::Sandbox::User=root download "$pkg") || return 1
+	dpkg-deb -x "$dir/debs/"*.deb "$dir/$version.new" || return 1
+	new=$dir/$version.new
+	mv "$new/boot/vmlinuz-$version" "$new/vmlinuz" || return 1
+	# Debian ships the modules under /lib/modules (usrmerge may put them under /usr/lib).
+	if [ ! -d "$new/lib/modules/$version" ] && [ -d "$new/usr/lib/modules/$version" ]; then
+		mkdir -p "$new/lib/modules"
+		mv "$new/usr/lib/modules/$version" "$new/lib/modules/"
+	fi
+	depmod -b "$new" "$version" || return 1
+	echo "$version" >"$new/VERSION"
+	complete "$new" "$version" || {
+		echo "kernel setup: $pkg lacks one of the modules: ${wanted[*]}" >&2
+		return 1
+	}
 }
+if ! fetch; then
+	rm -rf "$dir/$version.new" "$dir/debs"
+	# A newer kernel that cannot be had now: the one already cached still tests the same.
+	if [ -L "$dir/current" ] && complete "$dir/current" "$(cat "$dir/current/VERSION")"; then
+		echo "kernel setup: $pkg not fetched, keeping $(cat "$dir/current/VERSION")" >&2
+		exit 0
+	fi
+	exit 1
+fi
 rm -rf "$dir/$version" "$dir/debs"
 mv "$new" "$dir/$version"
 ln -sfn "$version" "$dir/current"
