@@ -61,7 +61,9 @@ def main():
     print("- Date: %s; host load average at the start: %s" %
           (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), " ".join(load)))
     print("- TCG runs code 10-50x slower than the host: the ratios carry over, the "
-          "milliseconds do not.\n")
+          "milliseconds do not. Carrier loss has no event to follow: it waits for the "
+          "periodic rescan, whose period the daemon stretches under TCG.")
+    print("- Printed by bench-kernel.py and pasted here (report.sh does not boot the VM).\n")
     print("| figure | **ratio** | measured | floor | note |")
     print("|---|---:|---:|---:|---|")
     print(row("removal -> kubelet's new list", fig, "removal", "inotify IN_DELETE"))
