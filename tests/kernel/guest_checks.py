@@ -217,8 +217,15 @@ def step_discover(g):
         d = devs.get(name, {})
         port = (d.get("ports") or [{}])[0]
         uv = d.get("uverbs") or {}
-        tap.ok(d.get("pci") is None and d.get("numa_node") is None and not d.get("vf"),
-               "%s: no PCI address, no NUMA node (a virtual device)" % name, json.dumps(d))
+        # The kernel's layout of a software device: the class entry is the device itself
+        # (devices/virtual/infiniband/NAME), with no `device` link to a parent.
+        virtual = (os.path.realpath("/sys/class/infiniband/" + name) ==
+                   "/sys/devices/virtual/infiniband/" + name and
+                   not os.path.lexists("/sys/class/infiniband/%s/device" % name))
+        tap.ok(virtual and d.get("pci") is None and d.get("dev_path") is None and
+               d.get("numa_node") is None and not d.get("pf") and not d.get("vf"),
+               "%s: a virtual device without a parent: no PCI address, parent path or NUMA "
+               "node" % name, json.dumps(d))
         base = "/sys/class/infiniband/%s/" % name
         # An empty attribute (rxe's fw_ver) is null in the JSON, never "".
         sysfs = [read(base + f) or None
@@ -376,7 +383,8 @@ def step_podman(g):
            "ib_write_bw between two containers given rxe0 through CDI: %s MB/s average" %
            (row.group(2) if row else "no"), "client:\n%s\nserver:\n%s" % (cout, sout))
     if row:
-        print("# " + "\n# ".join(l for l in cout.splitlines() if "#bytes" in l or row.group(0) in l))
+        table = [line for line in cout.splitlines() if "#bytes" in line or line == row.group(0)]
+        print("\n".join("# " + line for line in table))
         g.figures["ib_write_bw_MBps"] = float(row.group(2))
 
 

@@ -16,9 +16,11 @@ import base64
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,6 +28,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import vm  # noqa: E402
 from tap import Tap  # noqa: E402
 
+# The guest mounts its own file systems there (guest.sh): the host's files are hidden.
+GUEST_MOUNTS = ("/run", "/var/run", "/dev", "/proc", "/sys", "/var/lib/containers", "/etc/cdi")
 RESULT = re.compile(r"^(not )?ok \d+(?: - )?(.*)$")
 PLAN = re.compile(r"^1\.\.(\d+)$")
 
@@ -65,9 +69,13 @@ def main():
     ap.add_argument("--hook", required=True)
     ap.add_argument("--proto-dir", required=True)
     args = ap.parse_args()
+    # meson's timeout sends SIGTERM: unwind, so that vm.boot() stops the VM.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("test-kernel.py: terminated"))
     tap = Tap()
+    t0 = time.monotonic()
     setup = subprocess.run([os.path.join(HERE, "setup.sh"), args.kernel_cache],
                            capture_output=True, text=True, timeout=900)
+    print("# setup.sh: %.1f s" % (time.monotonic() - t0))
     kdir = os.path.join(args.kernel_cache, "current")
     if not tap.ok(setup.returncode == 0, "setup.sh: packages and Debian's kernel in %s" % kdir,
                   setup.stdout + setup.stderr):
@@ -81,6 +89,11 @@ def main():
     params = {"RDMA_CDI_VM_SRC": guest["source_root"],
               "RDMA_CDI_VM_ARGS": base64.b64encode(json.dumps(guest).encode()).decode(),
               "RDMA_CDI_VM_GUEST_TIMEOUT": str(int(args.timeout - 30))}
+    hidden = [p for p in (guest["source_root"], guest["build_dir"]) for d in GUEST_MOUNTS
+              if p == d or p.startswith(d + "/")]
+    if not tap.ok(not hidden, "source and build dir visible in the guest (not under %s)" %
+                  ", ".join(GUEST_MOUNTS), hidden):
+        return tap.done()
     work = tempfile.mkdtemp(prefix="rdma-cdi-vm-")
     try:
         b = vm.boot(kdir, params, args.timeout, work)

@@ -116,6 +116,11 @@ def boot(kdir, params, timeout, workdir, memory=2048, cpus=2):
         proc.kill()
         out, _ = proc.communicate()
         ended = "timeout"
+    finally:
+        # Never leave a VM behind, whatever ended this (SIGTERM from meson's timeout too).
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     seconds = time.monotonic() - t0
     text = read_text(console)
     if out:
