@@ -25,6 +25,7 @@ SECTIONS=(
 	"bridge|$build/rdma-cdi-bridge $build/tests/bridge/bench-allocate|$build/tests/bridge/bench-allocate --markdown --rdma-cdi $build/rdma-cdi --mksysfs $mksysfs"
 	"daemon|$build/rdma-cdi-bridge|$python $here/bench-daemon.py --markdown --rdma-cdi $build/rdma-cdi --mksysfs $mksysfs --proto $top/proto/deviceplugin.proto"
 	"DRA driver|$build/rdma-cdi-dra $here/bench-dra.py|$python $here/bench-dra.py --rdma-cdi $build/rdma-cdi --mksysfs $mksysfs --proto-dir $top/proto --hook $build/hooks/rdma-cdi-hook"
+	"real kernel|$build/rdma-cdi $build/tests/bench/sysfs-floor /var/cache/rdma-cdi-test/kernel|$python $top/tests/kernel/bench-kernel.py --source-root $top --build-dir $build --rdma-cdi $build/rdma-cdi --hook $build/hooks/rdma-cdi-hook --proto-dir $top/proto"
 )
 
 tmp=$(mktemp)
