@@ -199,13 +199,13 @@ static int apply_config(struct generate_args *a, struct spec_write_options *wo, 
 {
 	struct cli_common *c = &a->common;
 	const char *path = c->config_path ? c->config_path : CFG_DEFAULT_PATH;
-	char err[512] = "";
-	int r = cfg_load(path, ret, err, sizeof(err));
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	int r = cfg_load(path, ret, &err);
 
 	if (r == -ENOENT && !c->config_path)
 		return 0;
 	if (r < 0) {
-		log_error("%s", err[0] ? err : strerror(-r));
+		log_error("%s", rc_error_msg(err, r));
 		return EXIT_FAIL;
 	}
 	if (!c->spec.kind)
