@@ -1273,7 +1273,8 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 	enum cdi_format fmt = CDI_FORMAT_JSON;
 	cJSON *data = cJSON_CreateObject();
 	size_t len, want_len;
-	char err[512], added[512], removed[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	char added[512], removed[512];
 	int r = -ENOENT;
 
 	fj = cdi_spec_file_name(d->kind, CDI_FORMAT_JSON);
@@ -1334,13 +1335,13 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 	}
 	cJSON_Delete(built);
 	built = NULL;
-	r = cdi_spec_parse(buf, len, fmt, &disk, err, sizeof(err));
+	r = cdi_spec_parse(buf, len, fmt, &disk, &err);
 	if (r < 0) {
 		cJSON_AddStringToObject(data, "state", "invalid");
 		add_check(d, "spec", ST_FAIL, data,
 			  "rdma-cdi generate (it replaces the file only "
 			  "when it is ours; otherwise remove it first)",
-			  "%s:%s", shown, err);
+			  "%s:%s", shown, rc_error_msg(err, r));
 		return;
 	}
 	spec_options_from(disk, &o);
