@@ -33,6 +33,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "rc-error.h"
+
 #define DISC_NAME_MAX 64     /* RDMA device names: IB_DEVICE_NAME_MAX is 64 */
 #define DISC_PCI_MAX 32      /* "0000:3b:00.0" */
 #define DISC_NETDEV_MAX 16   /* IFNAMSIZ */
@@ -239,6 +241,6 @@ enum disc_netns_mode {
  * reason in err (-EPROTONOSUPPORT: the kernel has no RDMA netlink; -EBADMSG: an answer
  * without the mode attribute). Does not log.
  */
-int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errlen);
+int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, struct rc_error **err);
 /* "shared", "exclusive", "unknown". */
 const char *disc_netns_mode_name(enum disc_netns_mode mode);
