@@ -248,10 +248,6 @@ int write_all(int fd, const void *buf, size_t len);
 #define FNV1A64_INIT 0xcbf29ce484222325ULL
 uint64_t fnv1a64(const void *p, size_t len, uint64_t h);
 
-/* For modules that return -errno with a one-line reason: writes it into err (when err
- * is not NULL and errlen > 0) and returns r. */
-int err_fail(char *err, size_t errlen, int r, const char *fmt, ...) _printf_(4, 5);
-
 /* mkdir -p: creates the missing directories of path, each with exactly mode (whatever
  * the umask); existing ones are left as they are. 0 or -errno. */
 int mkdir_all(const char *path, mode_t mode);

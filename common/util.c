@@ -240,18 +240,6 @@ char *strdup_printf(const char *fmt, ...)
 	return r < 0 ? NULL : s;
 }
 
-int err_fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 uint64_t fnv1a64(const void *p, size_t len, uint64_t h)
 {
 	const unsigned char *c = p;

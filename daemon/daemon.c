@@ -134,12 +134,12 @@ int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *k
 		  struct cfg_assignment **ret)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
-	r = cfg_assign(dm->cfg, node, &a, err, sizeof(err));
+	r = cfg_assign(dm->cfg, node, &a, &err);
 	if (r < 0) {
-		log_error("%s; %s", err[0] ? err : strerror(-r), kept);
+		log_error("%s; %s", rc_error_msg(err, r), kept);
 		return r;
 	}
 	for (size_t i = 0; i < a->n_warnings; i++) {
@@ -225,13 +225,12 @@ static int config_check(struct daemon *dm, const struct cfg *c, const struct spe
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	const struct disc_node *node = disc_follow_node(dm->follow);
 	bool moved = strcmp(spec->kind, dm->spec.kind) != 0 || strcmp(spec_dir, dm->spec_dir) != 0;
-	char why[512] = "";
 	int r;
 
 	if (node) {
-		r = cfg_assign(c, node, &a, why, sizeof(why));
+		r = cfg_assign(c, node, &a, err);
 		if (r < 0)
-			return rc_error_set(err, r, "%s", why);
+			return r;
 	}
 	if (!dm->ops->reconfigure)
 		return 0;
@@ -277,17 +276,17 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 static int load_config(struct daemon *dm)
 {
 	const struct daemon_options *o = &dm->o;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	dm->cfg_path = o->config_path ? o->config_path : CFG_DEFAULT_PATH;
-	r = cfg_watch_new(dm->loop, dm->fw, dm->cfg_path, on_config, dm, &dm->cfg, err, sizeof(err),
-			  &dm->cfg_watch);
+	r = cfg_watch_new(dm->loop, dm->fw, dm->cfg_path, on_config, dm, &dm->cfg, &dm->cfg_watch,
+			  &err);
 	if (r == -ENOENT && !o->config_path)
 		log_info("no config directory for %s: using the defaults, not watching",
 			 dm->cfg_path);
 	else if (r < 0)
-		return log_error_errno(r, "config %s: %s", dm->cfg_path, err);
+		return log_error_errno(r, "config %s: %s", dm->cfg_path, rc_error_msg(err, r));
 	else if (!dm->cfg && o->config_path)
 		return log_error_errno(-ENOENT, "config %s does not exist", dm->cfg_path);
 	if (!dm->cfg) {

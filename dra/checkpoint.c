@@ -461,21 +461,21 @@ int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **re
 	_cleanup_(cJSON_Deletep) cJSON *tree = NULL;
 	struct dra_checkpoint *c = NULL;
 	const cJSON *claims, *it;
-	char perr[256];
+	_cleanup_rc_error_ struct rc_error *perr = NULL;
 	size_t n = 0;
 	int r;
 
 	if (!ret || (!buf && len))
 		return rc_error_set(err, -EINVAL, "invalid arguments");
 	/* The CDI reader: strict JSON (no duplicate keys, bounded depth, UTF-8, no NUL). */
-	r = cdi_spec_parse(buf ? buf : "", len, CDI_FORMAT_JSON, &tree, perr, sizeof(perr));
+	r = cdi_spec_parse(buf ? buf : "", len, CDI_FORMAT_JSON, &tree, &perr);
 	if (r == -ENOMEM)
 		return rc_error_set(err, r, "out of memory");
 	if (r == -EFBIG)
 		return rc_error_set(err, -EBADMSG, "larger than %u bytes",
 				    DRA_CHECKPOINT_MAX_BYTES);
 	if (r < 0)
-		return rc_error_set(err, -EBADMSG, "%s", perr);
+		return rc_error_set(err, -EBADMSG, "%s", rc_error_msg(perr, r));
 	r = claims_list(tree, &claims, &n, err);
 	if (r < 0)
 		return r;

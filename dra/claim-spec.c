@@ -70,7 +70,7 @@ int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *u
 			 const cJSON *spec, char **ret_file, struct rc_error **err)
 {
 	_cleanup_free_ char *kind = NULL, *file = NULL, *buf = NULL, *qdir = NULL;
-	char verr[512];
+	_cleanup_rc_error_ struct rc_error *verr = NULL;
 	size_t len;
 	int r;
 
@@ -88,11 +88,11 @@ int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *u
 	if (!spec_is_claims(spec, kind, uid))
 		return rc_error_set(err, -EINVAL, "claim spec: not a spec of kind %s for claim %s",
 				    kind, uid);
-	r = cdi_spec_validate(spec, verr, sizeof(verr));
+	r = cdi_spec_validate(spec, &verr);
 	if (r == -ENOMEM)
 		return rc_error_set(err, r, "out of memory");
 	if (r < 0)
-		return rc_error_set(err, -EINVAL, "claim spec: %s", verr);
+		return rc_error_set(err, -EINVAL, "claim spec: %s", rc_error_msg(verr, r));
 	r = cdi_spec_format(spec, CDI_FORMAT_JSON, &buf, &len);
 	if (r < 0)
 		return rc_error_wrap(err, r, "claim spec: cannot format it");
@@ -121,7 +121,7 @@ static int judge_file(int dirfd, const char *file, enum cdi_format fmt, const ch
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
 	struct stat st, st2;
-	char perr[256];
+	_cleanup_rc_error_ struct rc_error *perr = NULL;
 	size_t len;
 	int r;
 
@@ -140,11 +140,11 @@ static int judge_file(int dirfd, const char *file, enum cdi_format fmt, const ch
 		return rc_error_set(err, -EEXIST, "too large to be ours, kept");
 	if (r < 0)
 		return r;
-	r = cdi_spec_parse(buf, len, fmt, &spec, perr, sizeof(perr));
+	r = cdi_spec_parse(buf, len, fmt, &spec, &perr);
 	if (r == -ENOMEM)
 		return rc_error_set(err, r, "out of memory");
 	if (r < 0)
-		return rc_error_set(err, -EEXIST, "not a spec (%s), kept", perr);
+		return rc_error_set(err, -EEXIST, "not a spec (%s), kept", rc_error_msg(perr, r));
 	if (!spec_is_claims(spec, kind, uid))
 		return rc_error_set(err, -EEXIST, "not the spec of claim %s (kind %s), kept", uid,
 				    kind);

@@ -590,7 +590,8 @@ static int prepare_claim(const struct dra_prepare_input *in, struct dra_prepared
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	const struct dra_prepared_claim *old;
 	struct dra_prepared_claim *p = NULL;
-	char b[240], verr[512] = "";
+	_cleanup_rc_error_ struct rc_error *verr = NULL;
+	char b[240];
 	size_t n_hcas = 0;
 	int r;
 
@@ -616,12 +617,13 @@ static int prepare_claim(const struct dra_prepare_input *in, struct dra_prepared
 	if (r >= 0)
 		r = build_spec(in->inv, kind, in->uid, hcas, n_hcas, &spec);
 	if (r >= 0)
-		r = cdi_spec_validate(spec, verr, sizeof(verr));
+		r = cdi_spec_validate(spec, &verr);
 	if (r < 0) {
 		dra_prepared_claim_free(p);
 		if (r == -ENOMEM)
 			return rc_error_set(err, r, "out of memory");
-		return rc_error_set(err, -EINVAL, "the claim's CDI spec is invalid: %s", verr);
+		return rc_error_set(err, -EINVAL, "the claim's CDI spec is invalid: %s",
+				    rc_error_msg(verr, r));
 	}
 	*ret = p;
 	*ret_spec = TAKE_PTR(spec);

@@ -192,7 +192,8 @@ static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The options: -1 to go on, or the exit code (--help, --version, a usage error). */
+static int parse_args(int argc, char **argv, rlim_t *ret_target, bool *ret_strict)
 {
 	static const struct option options[] = {
 	    {"memlock", required_argument, NULL, 'm'},
@@ -201,25 +202,14 @@ int main(int argc, char **argv)
 	    {"version", no_argument, NULL, 'V'},
 	    {},
 	};
-	_cleanup_free_ char *buf = NULL;
-	struct hook_state st;
-	rlim_t target = RLIM_INFINITY;
-	bool strict = false;
-	char err[256];
-	size_t len;
-	int c, r;
+	int c;
 
-	log_set_ident("rdma-cdi-hook");
-	/* No LOG_CONS: a hook must never write to the console; without a syslog daemon the
-	 * message is only on stderr. */
-	openlog(SYSLOG_IDENT, LOG_PID, LOG_DAEMON);
 	/* getopt's own messages would be a second line; we print one ourselves. */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		switch (c) {
 		case 'm':
-			r = parse_memlock(optarg, &target);
-			if (r < 0) {
+			if (parse_memlock(optarg, ret_target) < 0) {
 				hook_error("--memlock: invalid value '%s' (expected unlimited or "
 					   "BYTES[K|M|G])",
 					   optarg);
@@ -227,7 +217,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 's':
-			strict = true;
+			*ret_strict = true;
 			break;
 		case 'h':
 			help();
@@ -246,6 +236,16 @@ int main(int argc, char **argv)
 			   argv[optind]);
 		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+/* The OCI state on stdin, its process alive: 0, or EXIT_STATE with the reason printed. */
+static int read_state(struct hook_state *ret)
+{
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
 
 	r = read_full_fd(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
 	if (r == -EFBIG) {
@@ -256,21 +256,39 @@ int main(int argc, char **argv)
 		hook_error_errno(r, "stdin: cannot read the OCI state");
 		return EXIT_STATE;
 	}
-	r = hook_parse_state(buf, len, &st, err, sizeof(err));
+	r = hook_parse_state(buf, len, ret, &err);
 	if (r < 0) {
-		hook_error("stdin: %s", err);
+		hook_error("stdin: %s", rc_error_msg(err, r));
 		return EXIT_STATE;
 	}
-
-	r = pid_check_alive(st.pid);
+	r = pid_check_alive(ret->pid);
 	if (r == -ESRCH) {
-		hook_error("pid %d is not a live process", (int)st.pid);
+		hook_error("pid %d is not a live process", (int)ret->pid);
 		return EXIT_STATE;
 	}
 	if (r < 0) {
-		hook_error_errno(r, "pid %d is not a usable process", (int)st.pid);
+		hook_error_errno(r, "pid %d is not a usable process", (int)ret->pid);
 		return EXIT_STATE;
 	}
+	return 0;
+}
 
+int main(int argc, char **argv)
+{
+	struct hook_state st;
+	rlim_t target = RLIM_INFINITY;
+	bool strict = false;
+	int r;
+
+	log_set_ident("rdma-cdi-hook");
+	/* No LOG_CONS: a hook must never write to the console; without a syslog daemon the
+	 * message is only on stderr. */
+	openlog(SYSLOG_IDENT, LOG_PID, LOG_DAEMON);
+	r = parse_args(argc, argv, &target, &strict);
+	if (r >= 0)
+		return r;
+	r = read_state(&st);
+	if (r != 0)
+		return r;
 	return raise_memlock(&st, target, strict);
 }

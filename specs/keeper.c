@@ -69,17 +69,16 @@ int spec_keeper_write(struct spec_keeper *k, const cJSON *spec, enum spec_keeper
 {
 	_cleanup_free_ char *path = NULL;
 	struct spec_write_options wo = k->cfg.wo;
-	char why[512] = "";
 	bool changed = false;
 	int r;
 
 	/* A daemon killed mid-write before us left its temp file: sweep once per start. */
 	wo.remove_stale_temps = !k->written_once;
-	r = spec_write(spec, &wo, &path, &changed, why, sizeof(why));
+	r = spec_write(spec, &wo, &path, &changed, err);
 	if (r < 0) {
 		/* Arming the retry can only fail for memory: the next scan writes again. */
 		(void)failed(k, ret_outcome);
-		return rc_error_set(err, r, "%s", why);
+		return r;
 	}
 	if (k->failing)
 		*ret_outcome = SPEC_KEEPER_RECOVERED;

@@ -475,15 +475,15 @@ void doctor_check_verbs(struct doctor *d, size_t sysfs_usable)
 void doctor_check_netns(struct doctor *d)
 {
 	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
-	char err[256] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	cJSON *data = cJSON_CreateObject();
-	int r = disc_rdma_netns_mode(&mode, err, sizeof(err));
+	int r = disc_rdma_netns_mode(&mode, &err);
 
 	cJSON_AddStringToObject(data, "mode", disc_netns_mode_name(mode));
 	if (r < 0) {
-		cJSON_AddStringToObject(data, "reason", err);
+		cJSON_AddStringToObject(data, "reason", rc_error_msg(err, r));
 		doctor_add_check(d, "netns", DOCTOR_WARN, data, NULL, "RDMA netns mode unknown: %s",
-				 err);
+				 rc_error_msg(err, r));
 	} else if (mode == DISC_NETNS_EXCLUSIVE) {
 		cJSON_AddNullToObject(data, "reason");
 		doctor_add_check(

@@ -395,7 +395,7 @@ void doctor_check_spec(struct doctor *d, const struct disc_node *node)
 	_cleanup_(cJSON_Deletep) cJSON *disk = NULL;
 	struct spec_options o = {.kind = d->o->kind, .dev_root = d->o->dev_root};
 	cJSON *data = cJSON_CreateObject();
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r = fj && fy && data ? spec_read(d, names, &f) : -ENOMEM;
 
 	if (r == -ENOMEM || !cJSON_AddStringToObject(data, "path", f.shown))
@@ -412,13 +412,13 @@ void doctor_check_spec(struct doctor *d, const struct disc_node *node)
 				 "%s: %s", f.shown, r == -ELOOP ? "is a symlink" : strerror(-r));
 		return;
 	}
-	r = cdi_spec_parse(f.buf, f.len, f.fmt, &disk, err, sizeof(err));
+	r = cdi_spec_parse(f.buf, f.len, f.fmt, &disk, &err);
 	if (r < 0) {
 		cJSON_AddStringToObject(data, "state", "invalid");
 		doctor_add_check(d, "spec", DOCTOR_FAIL, data,
 				 "rdma-cdi generate (it replaces the file only when it is ours; "
 				 "otherwise remove it first)",
-				 "%s:%s", f.shown, err);
+				 "%s:%s", f.shown, rc_error_msg(err, r));
 		return;
 	}
 	spec_options_from(disk, &o);
