@@ -230,19 +230,6 @@ void disc_verbs_report_free(struct disc_verbs_report *report)
 	free(report);
 }
 
-const char *disc_netns_mode_name(enum disc_netns_mode mode)
-{
-	switch (mode) {
-	case DISC_NETNS_SHARED:
-		return "shared";
-	case DISC_NETNS_EXCLUSIVE:
-		return "exclusive";
-	case DISC_NETNS_UNKNOWN:
-		break;
-	}
-	return "unknown";
-}
-
 static int fail(int r, char *err, size_t errlen, const char *msg)
 {
 	if (err && errlen)
