@@ -80,6 +80,15 @@ size_t disc_nl_set_netns(void *buf, uint32_t seq, uint32_t dev_index, uint32_t n
 	return nl_put(buf, RDMA_NLDEV_NET_NS_FD, &netns_fd, sizeof(netns_fd));
 }
 
+size_t disc_nl_port_get(void *buf, uint32_t seq, uint32_t dev_index)
+{
+	uint32_t port = 1;
+
+	nl_header(buf, seq, RDMA_NLDEV_CMD_PORT_GET);
+	nl_put(buf, RDMA_NLDEV_ATTR_DEV_INDEX, &dev_index, sizeof(dev_index));
+	return nl_put(buf, RDMA_NLDEV_ATTR_PORT_INDEX, &port, sizeof(port));
+}
+
 /* ---- answers ---------------------------------------------------------------------- */
 
 static int nl_attr(const struct nlattr *a, struct disc_nl_answer *ans)
@@ -100,6 +109,13 @@ static int nl_attr(const struct nlattr *a, struct disc_nl_answer *ans)
 		memcpy(&u32, data, sizeof(u32));
 		ans->index = u32;
 		ans->have_index = true;
+		return 0;
+	case RDMA_NLDEV_ATTR_NDEV_INDEX:
+		if (dlen < sizeof(u32))
+			return -EBADMSG;
+		memcpy(&u32, data, sizeof(u32));
+		ans->ndev_index = u32;
+		ans->have_ndev = true;
 		return 0;
 	case RDMA_NLDEV_ATTR_DEV_NAME:
 		/* A NUL-terminated string of at most 64 bytes; anything else is not a name. */
@@ -282,6 +298,21 @@ int disc_nl_dev_index(const char *name, uint32_t *ret_index, struct rc_error **e
 				    strerror(-ans.error));
 	*ret_index = ans.index;
 	return 0;
+}
+
+int disc_nl_port_has_netdev(const char *name, uint32_t dev_index, struct rc_error **err)
+{
+	char req[DISC_NL_REQUEST_MAX];
+	struct disc_nl_answer ans;
+	int r;
+
+	r = nl_exchange(req, disc_nl_port_get(req, 4, dev_index), 4, &ans);
+	if (r < 0)
+		return rc_error_set(err, r, "RDMA netlink: port 1 of %s: %s", name, strerror(-r));
+	if (ans.error < 0)
+		return rc_error_set(err, ans.error, "RDMA netlink: port 1 of %s: %s", name,
+				    strerror(-ans.error));
+	return ans.have_ndev;
 }
 
 int disc_nl_move_to_netns(const char *name, uint32_t dev_index, int netns_fd,

@@ -35,6 +35,9 @@
 size_t disc_nl_sys_get(void *buf, uint32_t seq);
 size_t disc_nl_dev_get(void *buf, uint32_t seq, const char *name);
 size_t disc_nl_set_netns(void *buf, uint32_t seq, uint32_t dev_index, uint32_t netns_fd);
+/*   port_get  RDMA_NLDEV_CMD_PORT_GET for port 1 of device dev_index, with an ACK: the
+ *             kernel names the port's netdev only when it is in the asking namespace. */
+size_t disc_nl_port_get(void *buf, uint32_t seq, uint32_t dev_index);
 
 /* What one received datagram said about the request seq. */
 struct disc_nl_answer {
@@ -44,6 +47,8 @@ struct disc_nl_answer {
 	bool have_index;   /* from a GET answer: */
 	uint32_t index;	   /* RDMA_NLDEV_ATTR_DEV_INDEX */
 	char name[65];	   /* RDMA_NLDEV_ATTR_DEV_NAME, "" when none */
+	bool have_ndev;	   /* from a PORT_GET answer: RDMA_NLDEV_ATTR_NDEV_INDEX */
+	uint32_t ndev_index;
 };
 
 /*
@@ -68,6 +73,10 @@ int disc_netns_mode_read(enum disc_netns_mode *ret_mode, struct rc_error **err);
 /* The kernel's index of RDMA device name, in the caller's network namespace: 0, -ENODEV
  * when no such device is visible there, other -errno with err set. */
 int disc_nl_dev_index(const char *name, uint32_t *ret_index, struct rc_error **err);
+
+/* Whether port 1 of RDMA device dev_index has its netdev in the caller's network namespace
+ * (RoCE: the netdev must be where the device is). 1 yes, 0 no, -errno with err set. */
+int disc_nl_port_has_netdev(const char *name, uint32_t dev_index, struct rc_error **err);
 
 /*
  * Moves RDMA device dev_index into the network namespace netns_fd refers to. The kernel's

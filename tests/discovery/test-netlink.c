@@ -90,6 +90,13 @@ static void test_requests(void)
 	ok(disc_nl_dev_get(buf, 8, "012345678901234567890123456789012345678901234567890123456789012") > 0,
 	   "GET: a 63-char name does");
 
+	n = disc_nl_port_get(buf, 10, 6);
+	a = (const struct nlattr *)(buf + NLMSG_HDRLEN + 8);
+	memcpy(&u, (const char *)a + NLA_HDRLEN, 4);
+	ok(n == NLMSG_HDRLEN + 16 && h->nlmsg_type == NLDEV(RDMA_NLDEV_CMD_PORT_GET) &&
+		   a->nla_type == RDMA_NLDEV_ATTR_PORT_INDEX && u == 1,
+	   "PORT_GET: the device's index, then port 1");
+
 	n = disc_nl_set_netns(buf, 9, 4, 12);
 	ok(n == NLMSG_HDRLEN + 2 * NLA_ALIGN(NLA_HDRLEN + 4) && h->nlmsg_len == n &&
 		   h->nlmsg_type == NLDEV(RDMA_NLDEV_CMD_SET) &&
@@ -141,6 +148,18 @@ static void test_answers(void)
 	ok(disc_nl_parse(d.b, d.len, 2, &ans) == 0 && ans.have_index && ans.index == 5 &&
 		   strcmp(ans.name, "rxe0") == 0 && ans.done,
 	   "GET answer: index and name, other attributes skipped");
+
+	/* PORT_GET: the netdev's index only when it is in the asking namespace. */
+	d = (struct dgram){0};
+	ans = fresh();
+	idx = 17;
+	msg_begin(&d, NLDEV(RDMA_NLDEV_CMD_PORT_GET), 6);
+	msg_attr(&d, RDMA_NLDEV_ATTR_NDEV_INDEX, &idx, 4);
+	msg_attr(&d, RDMA_NLDEV_ATTR_NDEV_NAME, "eth1", 5);
+	msg_end(&d);
+	ok(disc_nl_parse(d.b, d.len, 6, &ans) == 0 && ans.have_ndev && ans.ndev_index == 17 &&
+		   !ans.have_index,
+	   "PORT_GET answer: the port's netdev");
 
 	/* Refusals: the kernel's -errno in NLMSG_ERROR. */
 	d = (struct dgram){0};
