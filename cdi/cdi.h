@@ -48,14 +48,14 @@ int cdi_version_compare(const char *a, const char *b);
  * Validates a spec tree as the CDI libraries would: required fields, no unknown
  * fields, kind and names, unique device names, non-empty edits, absolute paths, hook
  * names, env "K=V", a known cdiVersion not lower than cdi_min_version(). On failure
- * returns -EINVAL and writes a one-line reason (naming the JSON path) into err, e.g.
+ * returns -EINVAL and sets a one-line reason (naming the JSON path) in *err, e.g.
  * `devices[3].containerEdits.deviceNodes[0].path: "dev/x" is not absolute` or
  * `cdiVersion: "0.4.0" is lower than 0.5.0, which devices[0].name needs`; -ENOMEM.
  * A dot in the class is accepted when the declared version is 0.6.0 or later (unlike
  * cdi_kind_is_valid). Stricter than the Go library on: hook timeout >= 1, major/minor
  * and ids within uint32, netDevice names as the kernel accepts them. err may be NULL.
  */
-int cdi_spec_validate(const cJSON *spec, char *err, size_t errlen);
+int cdi_spec_validate(const cJSON *spec, struct rc_error **err);
 
 /*
  * Serialises (JSON pretty-printed with 2-space indent, or block-style YAML through
@@ -68,15 +68,15 @@ int cdi_spec_format(const cJSON *spec, enum cdi_format fmt, char **ret_buf, size
 
 /*
  * Parses JSON or YAML text (len bytes, need not be NUL-terminated) into a tree, not
- * validated. -EBADMSG with "line:column: reason" in err (a JSON duplicate key gives
+ * validated. -EBADMSG with "line:column: reason" in *err (a JSON duplicate key gives
  * "<path>: duplicate key" instead), -EFBIG beyond CDI_SPEC_MAX_BYTES, -ENOMEM. Both
  * refuse duplicate keys, nesting deeper than 64, invalid UTF-8 and NUL characters.
  * YAML is typed like Go's YAML 1.1 reader: plain 12, 0x1f, 1.5 are numbers, y/yes/on/
  * true (and n/no/off/false) bools, ~/null/empty null; quoted scalars are strings;
  * anchors, aliases, merge keys and tags other than !!str are refused. err may be NULL.
  */
-int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret_spec, char *err,
-		   size_t errlen);
+int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret_spec,
+		   struct rc_error **err);
 
 /* "rdma.example/hca" -> "rdma.example-hca.json" (malloc'd). */
 char *cdi_spec_file_name(const char *kind, enum cdi_format fmt);

@@ -436,24 +436,33 @@ int cdi_spec_format(const cJSON *spec, enum cdi_format fmt, char **ret_buf, size
 
 /* ---- JSON input -------------------------------------------------------------------- */
 
-static int bad(char *err, size_t errlen, const char *buf, size_t off, const char *fmt, ...)
-    _printf_(5, 6);
-static int bad(char *err, size_t errlen, const char *buf, size_t off, const char *fmt, ...)
+/* -EBADMSG with "LINE:COLUMN: <fmt>" (1-based) set in *err. */
+static int bad_at(struct rc_error **err, size_t line, size_t col, const char *fmt, va_list ap)
+    _printf_(4, 0);
+static int bad_at(struct rc_error **err, size_t line, size_t col, const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *reason = NULL;
+
+	if (!err || *err)
+		return -EBADMSG;
+	if (vasprintf(&reason, fmt, ap) < 0)
+		return rc_error_set(err, -EBADMSG, NULL);
+	return rc_error_set(err, -EBADMSG, "%zu:%zu: %s", line, col, reason);
+}
+
+static int bad(struct rc_error **err, const char *buf, size_t off, const char *fmt, ...)
+    _printf_(4, 5);
+static int bad(struct rc_error **err, const char *buf, size_t off, const char *fmt, ...)
 {
 	size_t line, col;
 	va_list ap;
-	int n;
+	int r;
 
-	if (!err || !errlen)
-		return -EBADMSG;
 	pos_of(buf, off, &line, &col);
-	n = snprintf(err, errlen, "%zu:%zu: ", line, col);
-	if (n >= 0 && (size_t)n < errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -EBADMSG;
+	va_start(ap, fmt);
+	r = bad_at(err, line, col, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /*
@@ -462,7 +471,7 @@ static int bad(char *err, size_t errlen, const char *buf, size_t off, const char
  * tells whether the text ends inside a string or an open bracket: cJSON reports such
  * truncation at the start of the value it was in, we report the end.
  */
-static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *err, size_t errlen)
+static int json_prescan(const char *buf, size_t len, bool *ret_truncated, struct rc_error **err)
 {
 	bool in_string = false;
 	int depth = 0;
@@ -470,17 +479,17 @@ static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *
 
 	bad_utf8 = utf8_invalid_at((const unsigned char *)buf, len);
 	if (bad_utf8 < len)
-		return bad(err, errlen, buf, bad_utf8, "invalid UTF-8");
+		return bad(err, buf, bad_utf8, "invalid UTF-8");
 	for (size_t i = 0; i < len; i++) {
 		char c = buf[i];
 
 		if (c == '\0')
-			return bad(err, errlen, buf, i, "NUL byte");
+			return bad(err, buf, i, "NUL byte");
 		if (in_string) {
 			if (c == '\\' && i + 1 < len) {
 				if (buf[i + 1] == 'u' && len - i >= 6 &&
 				    memcmp(buf + i + 2, "0000", 4) == 0)
-					return bad(err, errlen, buf, i, "\\u0000 in a string");
+					return bad(err, buf, i, "\\u0000 in a string");
 				i++;
 			} else if (c == '"') {
 				in_string = false;
@@ -491,7 +500,7 @@ static int json_prescan(const char *buf, size_t len, bool *ret_truncated, char *
 			in_string = true;
 		} else if (c == '{' || c == '[') {
 			if (++depth > CDI_MAX_DEPTH)
-				return bad(err, errlen, buf, i, "nested more than %d levels",
+				return bad(err, buf, i, "nested more than %d levels",
 					   CDI_MAX_DEPTH);
 		} else if (c == '}' || c == ']') {
 			depth--;
@@ -584,7 +593,7 @@ static bool path_to(const cJSON *item, const cJSON *target, char *path, size_t p
 	return false;
 }
 
-static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_t errlen)
+static int json_parse(const char *buf, size_t len, cJSON **ret, struct rc_error **err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
 	const char *end = NULL, *dup = NULL;
@@ -593,7 +602,7 @@ static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 	bool truncated = false;
 	int r;
 
-	r = json_prescan(buf, len, &truncated, err, errlen);
+	r = json_prescan(buf, len, &truncated, err);
 	if (r < 0)
 		return r;
 	/* The parse end pointer, unlike cJSON_GetErrorPtr(), is not a global. */
@@ -602,12 +611,12 @@ static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 		size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
 
 		if (off >= len || truncated)
-			return bad(err, errlen, buf, len, "unexpected end of JSON");
-		return bad(err, errlen, buf, off, "invalid JSON");
+			return bad(err, buf, len, "unexpected end of JSON");
+		return bad(err, buf, off, "invalid JSON");
 	}
 	for (size_t off = (size_t)(end - buf); off < len; off++)
 		if (!strchr(" \t\r\n", buf[off]))
-			return bad(err, errlen, buf, off, "unexpected data after the JSON value");
+			return bad(err, buf, off, "unexpected data after the JSON value");
 	r = find_duplicate(root, &obj, &dup);
 	if (r < 0)
 		return r;
@@ -619,9 +628,7 @@ static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 		n = strlen(path);
 		snprintf(path + n, sizeof(path) - n, "%s%s", n ? "." : "",
 			 cdi_path_key(q, sizeof(q), dup));
-		if (err && errlen)
-			snprintf(err, errlen, "%s: duplicate key", path);
-		return -EBADMSG;
+		return rc_error_set(err, -EBADMSG, "%s: duplicate key", path);
 	}
 	*ret = TAKE_PTR(root);
 	return 0;
@@ -631,25 +638,19 @@ static int json_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 
 struct yreader {
 	yaml_parser_t parser;
-	char *err;
-	size_t errlen;
+	struct rc_error **err;
 };
 
 static int ybad(struct yreader *y, const yaml_mark_t *m, const char *fmt, ...) _printf_(3, 4);
 static int ybad(struct yreader *y, const yaml_mark_t *m, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
+	int r;
 
-	if (!y->err || !y->errlen)
-		return -EBADMSG;
-	n = snprintf(y->err, y->errlen, "%zu:%zu: ", m->line + 1, m->column + 1);
-	if (n >= 0 && (size_t)n < y->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(y->err + n, y->errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -EBADMSG;
+	va_start(ap, fmt);
+	r = bad_at(y->err, m->line + 1, m->column + 1, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 static int ynext(struct yreader *y, yaml_event_t *ev)
@@ -946,30 +947,30 @@ static int yaml_node(struct yreader *y, yaml_event_t *ev, int depth, cJSON **ret
 }
 
 /* libyaml refuses raw control characters and invalid UTF-8 too, but reports them at 1:1. */
-static int yaml_prescan(const char *buf, size_t len, char *err, size_t errlen)
+static int yaml_prescan(const char *buf, size_t len, struct rc_error **err)
 {
 	size_t bad_utf8 = utf8_invalid_at((const unsigned char *)buf, len);
 
 	if (bad_utf8 < len)
-		return bad(err, errlen, buf, bad_utf8, "invalid UTF-8");
+		return bad(err, buf, bad_utf8, "invalid UTF-8");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)buf[i];
 
 		if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-			return bad(err, errlen, buf, i, "control character 0x%02x", c);
+			return bad(err, buf, i, "control character 0x%02x", c);
 	}
 	return 0;
 }
 
-static int yaml_parse(const char *buf, size_t len, cJSON **ret, char *err, size_t errlen)
+static int yaml_parse(const char *buf, size_t len, cJSON **ret, struct rc_error **err)
 {
 	_cleanup_(yaml_parser_deletep) yaml_parser_t *p = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
-	struct yreader y = {.err = err, .errlen = errlen};
+	struct yreader y = {.err = err};
 	yaml_event_t ev;
 	int r;
 
-	r = yaml_prescan(buf, len, err, errlen);
+	r = yaml_prescan(buf, len, err);
 	if (r < 0)
 		return r;
 	if (!yaml_parser_initialize(&y.parser))
@@ -1018,24 +1019,19 @@ static int yaml_parse(const char *buf, size_t len, cJSON **ret, char *err, size_
 	return 0;
 }
 
-int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret_spec, char *err,
-		   size_t errlen)
+int cdi_spec_parse(const char *buf, size_t len, enum cdi_format fmt, cJSON **ret_spec,
+		   struct rc_error **err)
 {
-	if (err && errlen)
-		err[0] = '\0';
 	if (!buf && len)
 		return -EINVAL;
-	if (len > CDI_SPEC_MAX_BYTES) {
-		if (err && errlen)
-			snprintf(err, errlen, "larger than %u bytes", CDI_SPEC_MAX_BYTES);
-		return -EFBIG;
-	}
+	if (len > CDI_SPEC_MAX_BYTES)
+		return rc_error_set(err, -EFBIG, "larger than %u bytes", CDI_SPEC_MAX_BYTES);
 	if (!buf)
 		buf = "";
 	if (fmt == CDI_FORMAT_JSON)
-		return json_parse(buf, len, ret_spec, err, errlen);
+		return json_parse(buf, len, ret_spec, err);
 	if (fmt == CDI_FORMAT_YAML)
-		return yaml_parse(buf, len, ret_spec, err, errlen);
+		return yaml_parse(buf, len, ret_spec, err);
 	return -EINVAL;
 }
 

@@ -104,8 +104,8 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	const cJSON *kind, *dev;
-	char err[512];
 	struct stat st, lst;
 	size_t len, n;
 	int r;
@@ -131,9 +131,9 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 	if (r < 0)
 		return set_error(e, "cannot read: %s", strerror(-r));
 
-	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
+	r = cdi_spec_parse(buf, len, fmt, &spec, &err);
 	if (r >= 0)
-		r = cdi_spec_validate(spec, err, sizeof(err));
+		r = cdi_spec_validate(spec, &err);
 	if (r == -ENOMEM)
 		return r;
 	/* The reason quotes the file. A symlink (root's `list` follows it) or a hard link
@@ -154,7 +154,7 @@ static int read_spec(int dirfd, const char *name, enum cdi_format fmt, struct cd
 					 (unsigned)(st.st_mode & 07777), via);
 	}
 	if (r < 0)
-		return set_error(e, "%s", err);
+		return set_error(e, "%s", rc_error_msg(err, r));
 
 	kind = cJSON_GetObjectItemCaseSensitive(spec, "kind");
 	e->kind = strdup(kind->valuestring);

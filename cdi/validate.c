@@ -316,8 +316,7 @@ const char *cdi_min_version(const cJSON *spec)
 /* ---- spec validation --------------------------------------------------------------- */
 
 struct vctx {
-	char *err;
-	size_t errlen;
+	struct rc_error **err;
 	char path[512];
 	size_t plen;
 	bool allow_dot_class;
@@ -394,18 +393,18 @@ static void pop(struct vctx *v, size_t old)
 static int fail(struct vctx *v, const char *fmt, ...) _printf_(2, 3);
 static int fail(struct vctx *v, const char *fmt, ...)
 {
+	_cleanup_free_ char *reason = NULL;
 	va_list ap;
 	int n;
 
-	if (!v->err || !v->errlen)
+	if (!v->err || *v->err)
 		return -EINVAL;
-	n = snprintf(v->err, v->errlen, "%s: ", v->plen ? v->path : "spec");
-	if (n >= 0 && (size_t)n < v->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(v->err + n, v->errlen - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
+	va_start(ap, fmt);
+	n = vasprintf(&reason, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return rc_error_set(v->err, -EINVAL, NULL);
+	return rc_error_set(v->err, -EINVAL, "%s: %s", v->plen ? v->path : "spec", reason);
 }
 
 static int fail_key(struct vctx *v, const char *key, const char *fmt, ...) _printf_(3, 4);
@@ -1050,18 +1049,16 @@ static int want_kind(struct vctx *v, const cJSON *kind)
 	return 0;
 }
 
-int cdi_spec_validate(const cJSON *spec, char *err, size_t errlen)
+int cdi_spec_validate(const cJSON *spec, struct rc_error **err)
 {
 	static const char *const keys[] = {"cdiVersion", "kind", "annotations", "devices",
 					   "containerEdits"};
-	struct vctx v = {.err = err, .errlen = errlen};
+	struct vctx v = {.err = err};
 	const cJSON *version;
 	const char *min;
 	char why[256], q[96];
 	int r;
 
-	if (err && errlen)
-		err[0] = '\0';
 	if ((r = want_object(&v, spec)) < 0 || (r = CHECK_KEYS(&v, spec, keys)) < 0)
 		return r;
 

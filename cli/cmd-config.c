@@ -43,7 +43,7 @@ int cmd_config(int argc, char **argv)
 	struct config_args a = {};
 	struct disc_node *node = NULL;
 	const char *path;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int first, r;
 
 	r = cli_parse(&config_parser, &a, &a.common, argc, argv, &first);
@@ -54,9 +54,9 @@ int cmd_config(int argc, char **argv)
 		goto out;
 	}
 	path = first + 1 < argc ? argv[first + 1] : CFG_DEFAULT_PATH;
-	r = cfg_load(path, &c, err, sizeof(err));
+	r = cfg_load(path, &c, &err);
 	if (r < 0) {
-		log_error("%s", err[0] ? err : strerror(-r));
+		log_error("%s", rc_error_msg(err, r));
 		r = EXIT_FAIL;
 		goto out;
 	}
@@ -66,10 +66,10 @@ int cmd_config(int argc, char **argv)
 	if (r != 0)
 		goto out;
 	printf("%s: valid\n", path);
-	r = cfg_report(c, node, stdout, err, sizeof(err));
+	r = cfg_report(c, node, stdout, &err);
 	disc_node_free(node);
 	if (r < 0) {
-		log_error("%s", err[0] ? err : strerror(-r));
+		log_error("%s", rc_error_msg(err, r));
 		r = EXIT_FAIL;
 	}
 out:

@@ -613,14 +613,15 @@ static void check_verbs(struct doctor *d, size_t sysfs_usable)
 static void check_netns(struct doctor *d)
 {
 	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
-	char err[256] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	cJSON *data = cJSON_CreateObject();
-	int r = disc_rdma_netns_mode(&mode, err, sizeof(err));
+	int r = disc_rdma_netns_mode(&mode, &err);
 
 	cJSON_AddStringToObject(data, "mode", disc_netns_mode_name(mode));
 	if (r < 0) {
-		cJSON_AddStringToObject(data, "reason", err);
-		add_check(d, "netns", ST_WARN, data, NULL, "RDMA netns mode unknown: %s", err);
+		cJSON_AddStringToObject(data, "reason", rc_error_msg(err, r));
+		add_check(d, "netns", ST_WARN, data, NULL, "RDMA netns mode unknown: %s",
+			  rc_error_msg(err, r));
 	} else if (mode == DISC_NETNS_EXCLUSIVE) {
 		cJSON_AddNullToObject(data, "reason");
 		add_check(d, "netns", ST_WARN, data,
@@ -1273,7 +1274,8 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 	enum cdi_format fmt = CDI_FORMAT_JSON;
 	cJSON *data = cJSON_CreateObject();
 	size_t len, want_len;
-	char err[512], added[512], removed[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	char added[512], removed[512];
 	int r = -ENOENT;
 
 	fj = cdi_spec_file_name(d->kind, CDI_FORMAT_JSON);
@@ -1334,13 +1336,13 @@ static void check_spec(struct doctor *d, const struct disc_node *node)
 	}
 	cJSON_Delete(built);
 	built = NULL;
-	r = cdi_spec_parse(buf, len, fmt, &disk, err, sizeof(err));
+	r = cdi_spec_parse(buf, len, fmt, &disk, &err);
 	if (r < 0) {
 		cJSON_AddStringToObject(data, "state", "invalid");
 		add_check(d, "spec", ST_FAIL, data,
 			  "rdma-cdi generate (it replaces the file only "
 			  "when it is ours; otherwise remove it first)",
-			  "%s:%s", shown, err);
+			  "%s:%s", shown, rc_error_msg(err, r));
 		return;
 	}
 	spec_options_from(disk, &o);

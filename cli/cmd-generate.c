@@ -145,7 +145,7 @@ static int generate(struct generate_args *a, const struct spec_write_options *wo
 	struct cli_common *c = &a->common;
 	struct disc_node *node = NULL;
 	const char *kind = c->spec.kind ? c->spec.kind : SPEC_DEFAULT_KIND;
-	char err[1024];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	size_t usable;
 	bool changed = false;
 	int r;
@@ -171,9 +171,9 @@ static int generate(struct generate_args *a, const struct spec_write_options *wo
 		log_error_errno(r, "building the CDI spec");
 		return EXIT_FAIL;
 	}
-	r = spec_write(spec, wo, &path, &changed, err, sizeof(err));
+	r = spec_write(spec, wo, &path, &changed, &err);
 	if (r < 0) {
-		log_error("%s (%s)", err, spec_write_fix(r));
+		log_error("%s (%s)", rc_error_msg(err, r), spec_write_fix(r));
 		return EXIT_FAIL;
 	}
 	hook = cli_host_path(c, c->spec.hook_path ? c->spec.hook_path : RDMA_CDI_HOOK_PATH);
@@ -199,13 +199,13 @@ static int apply_config(struct generate_args *a, struct spec_write_options *wo, 
 {
 	struct cli_common *c = &a->common;
 	const char *path = c->config_path ? c->config_path : CFG_DEFAULT_PATH;
-	char err[512] = "";
-	int r = cfg_load(path, ret, err, sizeof(err));
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	int r = cfg_load(path, ret, &err);
 
 	if (r == -ENOENT && !c->config_path)
 		return 0;
 	if (r < 0) {
-		log_error("%s", err[0] ? err : strerror(-r));
+		log_error("%s", rc_error_msg(err, r));
 		return EXIT_FAIL;
 	}
 	if (!c->spec.kind)

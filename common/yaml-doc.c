@@ -22,19 +22,17 @@ static int ydoc_vfail(const struct ydoc *d, int r, unsigned line, unsigned colum
 {
 	const char *file = d->file ? d->file : "<input>";
 	bool has_path = path && *path;
-	int n;
+	_cleanup_free_ char *reason = NULL;
 
-	if (!d->err || d->errlen == 0)
+	if (!d->err || *d->err)
 		return r;
+	if (vasprintf(&reason, fmt, ap) < 0)
+		return rc_error_set(d->err, -ENOMEM, NULL);
 	if (line)
-		n = snprintf(d->err, d->errlen, "%s:%u:%u: %s%s", file, line, column,
-			     has_path ? path : "", has_path ? ": " : "");
-	else
-		n = snprintf(d->err, d->errlen, "%s: %s%s", file, has_path ? path : "",
-			     has_path ? ": " : "");
-	if (n >= 0 && (size_t)n < d->errlen)
-		vsnprintf(d->err + n, d->errlen - (size_t)n, fmt, ap);
-	return r;
+		return rc_error_set(d->err, r, "%s:%u:%u: %s%s%s", file, line, column,
+				    has_path ? path : "", has_path ? ": " : "", reason);
+	return rc_error_set(d->err, r, "%s: %s%s%s", file, has_path ? path : "",
+			    has_path ? ": " : "", reason);
 }
 
 static int fail_at(const struct ydoc *d, int r, unsigned line, unsigned column, const char *path,

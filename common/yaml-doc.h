@@ -5,9 +5,9 @@
  * make of it. Built from libyaml's events (not its document API, which drops anchors and
  * explicit tags before the caller can refuse them).
  *
- * Messages: one line "FILE:LINE:COLUMN: PATH: reason" in the caller's err buffer; PATH is
- * where the value sits ("pools[0].mode"), left out when NULL or empty; without a node
- * (out of memory) "FILE: PATH: reason". Nothing here prints or logs.
+ * Messages: an rc_error (rc-error.h) "FILE:LINE:COLUMN: PATH: reason" in the caller's
+ * *err; PATH is where the value sits ("pools[0].mode"), left out when NULL or empty;
+ * without a node (out of memory) "FILE: PATH: reason". Nothing here prints or logs.
  */
 #pragma once
 
@@ -29,11 +29,10 @@ struct ydoc_node {
 	size_t n_kids, cap;
 };
 
-/* Where messages go: the input's name and the caller's buffer (err may be NULL). */
+/* Where messages go: the input's name and the caller's error (err may be NULL). */
 struct ydoc {
 	const char *file;
-	char *err;
-	size_t errlen;
+	struct rc_error **err;
 };
 
 /* What a document may be. The reader refuses anchors and aliases always (aliases expand
@@ -62,7 +61,7 @@ int ydoc_load(const struct ydoc *d, const char *buf, size_t len, const struct yd
 void ydoc_node_free(struct ydoc_node *n);
 DEFINE_CLEANUP_FUNC(struct ydoc_node, ydoc_node_free)
 
-/* Writes "FILE:LINE:COL: PATH: <fmt>" (at NULL: "FILE: PATH: <fmt>") and returns r. */
+/* Sets *d->err to "FILE:LINE:COL: PATH: <fmt>" (at NULL: "FILE: PATH: <fmt>"), returns r. */
 int ydoc_fail(const struct ydoc *d, int r, const struct ydoc_node *at, const char *path,
 	      const char *fmt, ...) _printf_(5, 6);
 

@@ -9,9 +9,9 @@
  * wins. Nothing here watches files, logs or touches sysfs; the daemon and the CLI do.
  *
  * Errors: -EBADMSG for text that is not YAML, -EINVAL for YAML that is not a valid
- * config, each with one line in err: "FILE:LINE:COLUMN: KEY: reason", LINE and
- * COLUMN 1-based, KEY a path such as "pools[1].selectors.vendors[0]". err may be
- * NULL; it is always NUL-terminated when errlen > 0, and written on failure only.
+ * config, each with a one-line rc_error (rc-error.h) in *err: "FILE:LINE:COLUMN: KEY:
+ * reason", LINE and COLUMN 1-based, KEY a path such as "pools[1].selectors.vendors[0]".
+ * err may be NULL; it is set on failure only.
  */
 #pragma once
 
@@ -105,8 +105,8 @@ struct cfg {
  * only (`vendors: [15b3]`, not `vendors: 15b3`); booleans are plain true/false and
  * integers plain decimal (a quoted "16" is a string and refused).
  */
-int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **ret, char *err,
-	      size_t errlen);
+int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **ret,
+	      struct rc_error **err);
 
 /*
  * Reads path (at most CFG_FILE_MAX bytes, symlinks followed as a ConfigMap volume needs,
@@ -115,7 +115,7 @@ int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **re
  * errors (-EACCES, -EFBIG, -EBADFD for a FIFO or directory, ...) and cfg_parse's errors
  * come with one line in err. Never logs.
  */
-int cfg_load(const char *path, struct cfg **ret, char *err, size_t errlen);
+int cfg_load(const char *path, struct cfg **ret, struct rc_error **err);
 
 /* The config of a node without a file: nothing set, one default pool (see struct cfg).
  * 0 or -ENOMEM. */
@@ -168,7 +168,7 @@ struct cfg_assignment {
  * HCAs = 204800 device IDs exceeds 16384 ..."); -ENOMEM. Never logs.
  */
 int cfg_assign(const struct cfg *c, const struct disc_node *node, struct cfg_assignment **ret,
-	       char *err, size_t errlen);
+	       struct rc_error **err);
 void cfg_assignment_free(struct cfg_assignment *a);
 DEFINE_CLEANUP_FUNC(struct cfg_assignment, cfg_assignment_free)
 
@@ -180,8 +180,7 @@ DEFINE_CLEANUP_FUNC(struct cfg_assignment, cfg_assignment_free)
  * and only there). 0, or cfg_assign's error (err filled, nothing written), or -EIO when
  * out fails.
  */
-int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, char *err,
-	       size_t errlen);
+int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, struct rc_error **err);
 
 /*
  * The reason name is not a kubelet extended resource name ("domain/name" by the

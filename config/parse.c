@@ -690,13 +690,12 @@ static int parse_document(const struct ydoc *x, const struct ydoc_node *root, st
 	return 0;
 }
 
-int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **ret, char *err,
-	      size_t errlen)
+int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **ret,
+	      struct rc_error **err)
 {
 	static const struct ydoc_limits lim = {
 	    .max_depth = CFG_DEPTH_MAX, .max_nodes = CFG_NODES_MAX, .what = "a config"};
-	const struct ydoc x = {
-	    .file = filename ? filename : "<config>", .err = err, .errlen = errlen};
+	const struct ydoc x = {.file = filename ? filename : "<config>", .err = err};
 	_cleanup_(ydoc_node_freep) struct ydoc_node *root = NULL;
 	_cleanup_(cfg_freep) struct cfg *c = NULL;
 	int r;
@@ -724,7 +723,7 @@ int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **re
 	return 0;
 }
 
-int cfg_load(const char *path, struct cfg **ret, char *err, size_t errlen)
+int cfg_load(const char *path, struct cfg **ret, struct rc_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -732,10 +731,10 @@ int cfg_load(const char *path, struct cfg **ret, char *err, size_t errlen)
 
 	r = read_full_file_at(AT_FDCWD, path, CFG_FILE_MAX, false, &buf, &len);
 	if (r == -EFBIG)
-		return err_fail(err, errlen, r, "%s: larger than %d bytes", path, CFG_FILE_MAX);
+		return rc_error_set(err, r, "%s: larger than %d bytes", path, CFG_FILE_MAX);
 	if (r == -EBADFD)
-		return err_fail(err, errlen, r, "%s: not a regular file", path);
+		return rc_error_set(err, r, "%s: not a regular file", path);
 	if (r < 0)
-		return err_fail(err, errlen, r, "%s: %s", path, strerror(-r));
-	return cfg_parse(buf, len, path, ret, err, errlen);
+		return rc_error_wrap(err, r, "%s", path);
+	return cfg_parse(buf, len, path, ret, err);
 }

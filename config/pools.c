@@ -154,7 +154,7 @@ static int warn_overlap(struct cfg_assignment *a, const struct cfg *c, const str
 	return add_warning(a, TAKE_PTR(buf));
 }
 
-static int check_bound(const struct cfg_pool *p, size_t n, char *err, size_t errlen)
+static int check_bound(const struct cfg_pool *p, size_t n, struct rc_error **err)
 {
 	unsigned long long ids =
 	    (unsigned long long)n * (p->mode == CFG_MODE_SHARED ? p->shared_slots : 1);
@@ -162,19 +162,21 @@ static int check_bound(const struct cfg_pool *p, size_t n, char *err, size_t err
 	if (ids <= CFG_POOL_IDS_MAX)
 		return 0;
 	if (p->mode == CFG_MODE_SHARED)
-		return err_fail(err, errlen, -E2BIG,
-				"pool %s: sharedSlots %u x %zu HCAs = %llu device IDs exceeds %d "
-				"(a ListAndWatch message that large nears the kubelet's 4 MiB "
-				"limit): lower sharedSlots or split the HCAs over more pools",
-				p->resource_name, p->shared_slots, n, ids, CFG_POOL_IDS_MAX);
-	return err_fail(err, errlen, -E2BIG,
-			"pool %s: %zu HCAs exceeds %d device IDs (a ListAndWatch message that "
-			"large nears the kubelet's 4 MiB limit): split the HCAs over more pools",
-			p->resource_name, n, CFG_POOL_IDS_MAX);
+		return rc_error_set(
+		    err, -E2BIG,
+		    "pool %s: sharedSlots %u x %zu HCAs = %llu device IDs exceeds %d "
+		    "(a ListAndWatch message that large nears the kubelet's 4 MiB "
+		    "limit): lower sharedSlots or split the HCAs over more pools",
+		    p->resource_name, p->shared_slots, n, ids, CFG_POOL_IDS_MAX);
+	return rc_error_set(
+	    err, -E2BIG,
+	    "pool %s: %zu HCAs exceeds %d device IDs (a ListAndWatch message that "
+	    "large nears the kubelet's 4 MiB limit): split the HCAs over more pools",
+	    p->resource_name, n, CFG_POOL_IDS_MAX);
 }
 
 int cfg_assign(const struct cfg *c, const struct disc_node *node, struct cfg_assignment **ret,
-	       char *err, size_t errlen)
+	       struct rc_error **err)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	_cleanup_free_ size_t *matched = NULL, *hits = NULL;
@@ -230,14 +232,14 @@ int cfg_assign(const struct cfg *c, const struct disc_node *node, struct cfg_ass
 			goto oom;
 	}
 	for (size_t j = 0; j < c->n_pools; j++) {
-		r = check_bound(&c->pools[j], a->n_per_pool[j], err, errlen);
+		r = check_bound(&c->pools[j], a->n_per_pool[j], err);
 		if (r < 0)
 			return r;
 	}
 	*ret = TAKE_PTR(a);
 	return 0;
 oom:
-	return err_fail(err, errlen, -ENOMEM, "out of memory");
+	return rc_error_set(err, -ENOMEM, "out of memory");
 }
 
 /* ---- config check ------------------------------------------------------------------- */
@@ -277,14 +279,13 @@ static const char *or_unset(const char *s)
 	return s ? s : "not set";
 }
 
-int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, char *err,
-	       size_t errlen)
+int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, struct rc_error **err)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
 	size_t n_dev = node ? node->n_devices : 0, n_free = 0, n_unusable = 0;
 	int r;
 
-	r = cfg_assign(c, node, &a, err, errlen);
+	r = cfg_assign(c, node, &a, err);
 	if (r < 0)
 		return r;
 
@@ -333,6 +334,6 @@ int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, cha
 	for (size_t i = 0; i < a->n_warnings; i++)
 		fprintf(out, "warning: %s\n", a->warnings[i]);
 	if (fflush(out) != 0 || ferror(out))
-		return err_fail(err, errlen, -EIO, "cannot write the report");
+		return rc_error_set(err, -EIO, "cannot write the report");
 	return 0;
 }

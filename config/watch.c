@@ -25,11 +25,10 @@ struct cfg_watch {
 };
 
 /* Loads the file once and parses it twice: one config for the caller, one to keep. */
-static int load_two(const char *path, struct cfg **ret_a, struct cfg **ret_b, char *err,
-		    size_t errlen)
+static int load_two(const char *path, struct cfg **ret_a, struct cfg **ret_b, struct rc_error **err)
 {
 	_cleanup_(cfg_freep) struct cfg *a = NULL;
-	int r = cfg_load(path, &a, err, errlen);
+	int r = cfg_load(path, &a, err);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 
@@ -38,8 +37,9 @@ static int load_two(const char *path, struct cfg **ret_a, struct cfg **ret_b, ch
 	/* cfg_load checked the file; read the same bytes for the second parse. A file
 	 * swapped in between is simply seen again on the next event. */
 	r = read_full_file_at(AT_FDCWD, path, CFG_FILE_MAX, false, &buf, &len);
-	if (r >= 0)
-		r = cfg_parse(buf, len, path, ret_b, err, errlen);
+	if (r < 0)
+		return rc_error_wrap(err, r, "%s", path);
+	r = cfg_parse(buf, len, path, ret_b, err);
 	if (r < 0)
 		return r;
 	*ret_a = TAKE_PTR(a);
@@ -49,13 +49,13 @@ static int load_two(const char *path, struct cfg **ret_a, struct cfg **ret_b, ch
 static void reload(struct cfg_watch *w)
 {
 	_cleanup_(cfg_freep) struct cfg *c = NULL, *mine = NULL;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
-	r = load_two(w->path, &c, &mine, err, sizeof(err));
+	r = load_two(w->path, &c, &mine, &err);
 	if (r < 0) {
 		if (!w->failing)
-			w->fn(w->userdata, NULL, err[0] ? err : strerror(-r));
+			w->fn(w->userdata, NULL, rc_error_msg(err, r));
 		w->failing = true;
 		return;
 	}
@@ -94,10 +94,11 @@ static void on_event(void *userdata, uint32_t mask, const char *name)
 }
 
 int cfg_watch_new(sd_event *loop, struct fswatch *fw, const char *path, cfg_watch_fn fn,
-		  void *userdata, struct cfg **ret_initial, char *err, size_t errlen,
-		  struct cfg_watch **ret)
+		  void *userdata, struct cfg **ret_initial, struct cfg_watch **ret,
+		  struct rc_error **err)
 {
 	struct cfg_watch *w = calloc(1, sizeof(*w));
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	_cleanup_free_ char *tmp = strdup(path);
 	int r;
 
@@ -120,18 +121,21 @@ int cfg_watch_new(sd_event *loop, struct fswatch *fw, const char *path, cfg_watc
 			    IN_ATTRIB | IN_ONLYDIR,
 			on_event, w);
 	if (r < 0) {
+		rc_error_wrap(err, r, "watching %s", w->dir);
 		cfg_watch_free(w);
 		return r;
 	}
 	w->id = r;
 	/* Watching first, then loading: a change right now is an event, not lost. */
-	r = load_two(path, ret_initial, &w->current, err, errlen);
+	r = load_two(path, ret_initial, &w->current, &e);
 	if (r == -ENOENT) {
 		/* Watched all the same: creating the file later applies it. */
 		*ret_initial = NULL;
 		w->failing = true;
 	} else if (r < 0) {
 		cfg_watch_free(w);
+		if (err && !*err)
+			*err = TAKE_PTR(e);
 		return r;
 	}
 	*ret = w;

@@ -27,6 +27,6 @@ typedef void (*cfg_watch_fn)(void *userdata, struct cfg *cfg, const char *err);
  * (err says why); nothing is watched then.
  */
 int cfg_watch_new(sd_event *loop, struct fswatch *fw, const char *path, cfg_watch_fn fn,
-		  void *userdata, struct cfg **ret_initial, char *err, size_t errlen,
-		  struct cfg_watch **ret);
+		  void *userdata, struct cfg **ret_initial, struct cfg_watch **ret,
+		  struct rc_error **err);
 void cfg_watch_free(struct cfg_watch *w);

@@ -102,12 +102,12 @@ int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *k
 		  struct cfg_assignment **ret)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
-	r = cfg_assign(dm->cfg, node, &a, err, sizeof(err));
+	r = cfg_assign(dm->cfg, node, &a, &err);
 	if (r < 0) {
-		log_error("%s; %s", err[0] ? err : strerror(-r), kept);
+		log_error("%s; %s", rc_error_msg(err, r), kept);
 		return r;
 	}
 	for (size_t i = 0; i < a->n_warnings; i++) {
@@ -193,6 +193,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	const struct disc_node *node = disc_follow_node(dm->follow);
 	_cleanup_free_ char *old_kind = NULL, *old_dir = NULL;
 	_cleanup_(cfg_freep) struct cfg *old = NULL;
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	char why[512] = "";
 	bool moved;
 	int r = 0;
@@ -206,9 +207,9 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	if (dm->ops->config_check)
 		r = dm->ops->config_check(dm->userdata, nc, why, sizeof(why));
 	if (r == 0 && node)
-		r = cfg_assign(nc, node, &a, why, sizeof(why));
+		r = cfg_assign(nc, node, &a, &e);
 	if (r < 0) {
-		config_rejected(dm, why[0] ? why : strerror(-r));
+		config_rejected(dm, why[0] ? why : rc_error_msg(e, r));
 		return;
 	}
 	/* The settings may point into the old config: compare copies. */
@@ -233,17 +234,17 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 int daemon_load_config(struct daemon *dm)
 {
 	const struct daemon_options *o = &dm->o;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	dm->cfg_path = o->config_path ? o->config_path : CFG_DEFAULT_PATH;
-	r = cfg_watch_new(dm->loop, dm->fw, dm->cfg_path, on_config, dm, &dm->cfg, err, sizeof(err),
-			  &dm->cfg_watch);
+	r = cfg_watch_new(dm->loop, dm->fw, dm->cfg_path, on_config, dm, &dm->cfg, &dm->cfg_watch,
+			  &err);
 	if (r == -ENOENT && !o->config_explicit)
 		log_info("no config directory for %s: using the defaults, not watching",
 			 dm->cfg_path);
 	else if (r < 0)
-		return log_error_errno(r, "config %s: %s", dm->cfg_path, err);
+		return log_error_errno(r, "config %s: %s", dm->cfg_path, rc_error_msg(err, r));
 	else if (!dm->cfg && o->config_explicit)
 		return log_error_errno(-ENOENT, "config %s does not exist", dm->cfg_path);
 	if (!dm->cfg) {

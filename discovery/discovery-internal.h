@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * discovery internals shared by sysfs-scan.c, model.c and the unit tests. Pure
- * functions on strings: no I/O, no logging.
+ * discovery internals shared by sysfs-scan.c, refresh.c, model.c and the unit tests.
+ * The parsers (parse.c) are pure functions on strings: no I/O, no logging.
  */
 #pragma once
 
@@ -16,6 +16,7 @@
 #define DISC_MAX_CLASS_ENTRIES (1 << 20)
 #define DISC_MAX_PROBLEMS 1000
 #define DISC_MAX_NUMA_NODE 1023 /* MAX_NUMNODES is at most 1 << 10 */
+#define DISC_PATH_BUF 4096	/* a root-relative path being resolved */
 
 /*
  * Joins the symlink target rel onto the root-relative directory base, lexically: "."
@@ -82,3 +83,6 @@ int disc_parse_pci_id(const char *s, unsigned *ret);
 
 /* True when s is printable ASCII only (sysfs strings we pass on verbatim). */
 bool disc_printable(const char *s);
+
+/* "xxxx:xxxx:xxxx:xxxx" in lower-case hex (a node_guid as the kernel prints it). */
+bool disc_guid_valid(const char *g);

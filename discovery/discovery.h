@@ -33,6 +33,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "rc-error.h"
+
 #define DISC_NAME_MAX 64     /* RDMA device names: IB_DEVICE_NAME_MAX is 64 */
 #define DISC_PCI_MAX 32      /* "0000:3b:00.0" */
 #define DISC_NETDEV_MAX 16   /* IFNAMSIZ */
@@ -239,6 +241,53 @@ enum disc_netns_mode {
  * reason in err (-EPROTONOSUPPORT: the kernel has no RDMA netlink; -EBADMSG: an answer
  * without the mode attribute). Does not log.
  */
-int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errlen);
+int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, struct rc_error **err);
 /* "shared", "exclusive", "unknown". */
 const char *disc_netns_mode_name(enum disc_netns_mode mode);
+
+/* ---- reading sysfs --------------------------------------------------------------------- */
+
+/*
+ * The readers the scan uses, for every caller that reads sysfs (doctor too), as
+ * rdma-core's libibverbs/sysfs.c serves SYSFS_PATH: paths are relative to a root (the
+ * --sysfs-root), class links are resolved inside it (openat2 RESOLVE_IN_ROOT, or a walk
+ * in user space with the same rules where the kernel or a seccomp profile refuses
+ * openat2), files are opened O_NONBLOCK|O_CLOEXEC and must be regular files. Plain
+ * -errno functions: none of them logs.
+ */
+struct disc_sysfs {
+	int root_fd;
+	bool openat2; /* false: the user-space walk */
+};
+
+/* Opens root (NULL: "/sys"); use_openat2 = false forces the user-space walk. -errno. */
+int disc_sysfs_open(const char *root, bool use_openat2, struct disc_sysfs *ret);
+/* Closes the root; sys->root_fd is -1 after. */
+void disc_sysfs_close(struct disc_sysfs *sys);
+/* Opens the root-relative path ("" is the root), links resolved inside the root. */
+int disc_sysfs_open_in_root(const struct disc_sysfs *sys, const char *path, int flags);
+/* Opens path below dirfd following no symlink and no "..": an attribute of a directory
+ * already resolved. */
+int disc_sysfs_open_beneath(const struct disc_sysfs *sys, int dirfd, const char *path, int flags);
+/*
+ * One attribute into buf, its trailing newline stripped (read_attr_fd): the length, or
+ * -EBADFD for anything but a regular file, -EFBIG when it does not fit, -errno. _fd reads
+ * an fd the caller opened O_NONBLOCK (a negative fd is returned as it is).
+ */
+int disc_sysfs_read_fd(int fd, char *buf, size_t size);
+int disc_sysfs_read_in_root(const struct disc_sysfs *sys, const char *path, char *buf, size_t size);
+int disc_sysfs_read_beneath(const struct disc_sysfs *sys, int dirfd, const char *path, char *buf,
+			    size_t size);
+/* A link's target below dirfd, bounded and NUL-terminated: its length, -ENAMETOOLONG when
+ * it does not fit, -EINVAL when path is no link, -errno. */
+int disc_sysfs_read_link(int dirfd, const char *path, char *buf, size_t size);
+
+/* A directory listing: names malloc'd, sorted in version order ("uverbs9" < "uverbs10"). */
+struct disc_names {
+	char **v;
+	size_t n, cap;
+};
+/* Lists the directory fd (consumed), keeping what keep() accepts (NULL: everything but
+ * "." and ".."), at most max names: returns how many more there were, or -errno. */
+int disc_sysfs_list_dir(int fd, bool (*keep)(const char *), size_t max, struct disc_names *ret);
+void disc_names_clear(struct disc_names *l);

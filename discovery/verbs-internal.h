@@ -41,4 +41,4 @@ int disc_verbs_probe_ops(const struct disc_verbs_ops *ops, size_t mr_size,
  * reason in err for a truncated or malformed answer or one without the mode.
  */
 int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_netns_mode *ret_mode,
-			  char *err, size_t errlen);
+			  struct rc_error **err);

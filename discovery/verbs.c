@@ -230,13 +230,6 @@ void disc_verbs_report_free(struct disc_verbs_report *report)
 	free(report);
 }
 
-static int fail(int r, char *err, size_t errlen, const char *msg)
-{
-	if (err && errlen)
-		snprintf(err, errlen, "%s", msg);
-	return r;
-}
-
 /* Finds the mode attribute among the attributes of one message; -ENOENT when absent. */
 static int find_mode(const unsigned char *p, size_t len, enum disc_netns_mode *ret_mode)
 {
@@ -261,7 +254,7 @@ static int find_mode(const unsigned char *p, size_t len, enum disc_netns_mode *r
 }
 
 int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_netns_mode *ret_mode,
-			  char *err, size_t errlen)
+			  struct rc_error **err)
 {
 	const unsigned char *p = buf;
 	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
@@ -272,26 +265,23 @@ int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_n
 		size_t mlen;
 
 		if (len < NLMSG_HDRLEN)
-			return fail(-EBADMSG, err, errlen, "truncated netlink message header");
+			return rc_error_set(err, -EBADMSG, "truncated netlink message header");
 		memcpy(&h, p, sizeof(h));
 		mlen = h.nlmsg_len;
 		if (mlen < NLMSG_HDRLEN || mlen > len)
-			return fail(-EBADMSG, err, errlen, "netlink message length out of bounds");
+			return rc_error_set(err, -EBADMSG, "netlink message length out of bounds");
 		if (h.nlmsg_seq == seq) {
 			if (h.nlmsg_type == NLMSG_ERROR) {
 				struct nlmsgerr e;
 
 				if (mlen < NLMSG_HDRLEN + sizeof(e))
-					return fail(-EBADMSG, err, errlen,
-						    "truncated netlink error message");
+					return rc_error_set(err, -EBADMSG,
+							    "truncated netlink error message");
 				memcpy(&e, p + NLMSG_HDRLEN, sizeof(e));
 				if (e.error < 0) {
-					if (err && errlen)
-						snprintf(
-						    err, errlen,
-						    "the kernel refused RDMA_NLDEV_CMD_SYS_GET: %s",
-						    strerror(-e.error));
-					return e.error;
+					return rc_error_wrap(
+					    err, e.error,
+					    "the kernel refused RDMA_NLDEV_CMD_SYS_GET");
 				}
 				/* error 0 is the ACK that ends the exchange. */
 			} else if (h.nlmsg_type ==
@@ -299,7 +289,7 @@ int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_n
 				int r = find_mode(p + NLMSG_HDRLEN, mlen - NLMSG_HDRLEN, &mode);
 
 				if (r == -EBADMSG)
-					return fail(r, err, errlen, "malformed netlink attribute");
+					return rc_error_set(err, r, "malformed netlink attribute");
 				found = found || r == 0;
 			}
 		}
@@ -310,14 +300,15 @@ int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_n
 		len -= mlen;
 	}
 	if (!found)
-		return fail(-EBADMSG, err, errlen,
-			    "the kernel's answer has no RDMA_NLDEV_SYS_ATTR_NETNS_MODE (kernel "
-			    "older than 5.2?)");
+		return rc_error_set(
+		    err, -EBADMSG,
+		    "the kernel's answer has no RDMA_NLDEV_SYS_ATTR_NETNS_MODE (kernel "
+		    "older than 5.2?)");
 	*ret_mode = mode;
 	return 0;
 }
 
-int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errlen)
+int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, struct rc_error **err)
 {
 	_cleanup_close_ int fd = -1;
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
@@ -333,14 +324,12 @@ int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errle
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
 	if (fd < 0) {
 		r = -errno;
-		if (err && errlen)
-			snprintf(err, errlen,
-				 r == -EPROTONOSUPPORT
-				     ? "the kernel has no RDMA netlink (NETLINK_RDMA: %s): no RDMA "
-				       "core (ib_core) in this kernel"
-				     : "NETLINK_RDMA socket: %s",
-				 strerror(-r));
-		return r;
+		if (r == -EPROTONOSUPPORT)
+			return rc_error_set(err, r,
+					    "the kernel has no RDMA netlink (NETLINK_RDMA: %s): no "
+					    "RDMA core (ib_core) in this kernel",
+					    strerror(-r));
+		return rc_error_wrap(err, r, "NETLINK_RDMA socket");
 	}
 	/* The kernel always answers; the timeout only guards against a broken one. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -349,10 +338,7 @@ int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errle
 	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
 	req.h.nlmsg_seq = seq;
 	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
-		r = -errno;
-		if (err && errlen)
-			snprintf(err, errlen, "NETLINK_RDMA send: %s", strerror(-r));
-		return r;
+		return rc_error_wrap(err, -errno, "NETLINK_RDMA send");
 	}
 	/* Only the kernel's answer counts (port id 0), not what another process sends us;
 	 * a bounded number of those, so a flood cannot keep us here. */
@@ -370,10 +356,7 @@ int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, char *err, size_t errle
 		}
 	}
 	if (n < 0) {
-		r = -errno;
-		if (err && errlen)
-			snprintf(err, errlen, "NETLINK_RDMA receive: %s", strerror(-r));
-		return r;
+		return rc_error_wrap(err, -errno, "NETLINK_RDMA receive");
 	}
-	return disc_rdma_netns_parse(buf, (size_t)n, seq, ret_mode, err, errlen);
+	return disc_rdma_netns_parse(buf, (size_t)n, seq, ret_mode, err);
 }

@@ -426,21 +426,21 @@ int dra_checkpoint_parse(const char *buf, size_t len, struct dra_checkpoint **re
 	struct dra_checkpoint *c = NULL;
 	const cJSON *version, *claims, *it;
 	const char *dup;
-	char perr[256];
+	_cleanup_rc_error_ struct rc_error *perr = NULL;
 	size_t n = 0;
 	int r;
 
 	if (!ret || (!buf && len))
 		return err_fail(err, errlen, -EINVAL, "invalid arguments");
 	/* The CDI reader: strict JSON (no duplicate keys, bounded depth, UTF-8, no NUL). */
-	r = cdi_spec_parse(buf ? buf : "", len, CDI_FORMAT_JSON, &tree, perr, sizeof(perr));
+	r = cdi_spec_parse(buf ? buf : "", len, CDI_FORMAT_JSON, &tree, &perr);
 	if (r == -ENOMEM)
 		return err_fail(err, errlen, r, "out of memory");
 	if (r == -EFBIG)
 		return err_fail(err, errlen, -EBADMSG, "larger than %u bytes",
 				DRA_CHECKPOINT_MAX_BYTES);
 	if (r < 0)
-		return err_fail(err, errlen, -EBADMSG, "%s", perr);
+		return err_fail(err, errlen, -EBADMSG, "%s", rc_error_msg(perr, r));
 	if (!cJSON_IsObject(tree))
 		return err_fail(err, errlen, -EBADMSG, "not a JSON object");
 	if (unknown_key(tree, keys))

@@ -70,7 +70,7 @@ int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *u
 			 const cJSON *spec, char **ret_file, char *err, size_t errlen)
 {
 	_cleanup_free_ char *kind = NULL, *file = NULL, *buf = NULL, *qdir = NULL;
-	char verr[512];
+	_cleanup_rc_error_ struct rc_error *verr = NULL;
 	size_t len;
 	int r;
 
@@ -87,11 +87,11 @@ int dra_claim_spec_write(const char *spec_dir, const char *driver, const char *u
 	if (!spec_is_claims(spec, kind, uid))
 		return err_fail(err, errlen, -EINVAL,
 				"claim spec: not a spec of kind %s for claim %s", kind, uid);
-	r = cdi_spec_validate(spec, verr, sizeof(verr));
+	r = cdi_spec_validate(spec, &verr);
 	if (r == -ENOMEM)
 		return err_fail(err, errlen, r, "out of memory");
 	if (r < 0)
-		return err_fail(err, errlen, -EINVAL, "claim spec: %s", verr);
+		return err_fail(err, errlen, -EINVAL, "claim spec: %s", rc_error_msg(verr, r));
 	r = cdi_spec_format(spec, CDI_FORMAT_JSON, &buf, &len);
 	if (r < 0)
 		return err_fail(err, errlen, r, "claim spec: cannot format it: %s", strerror(-r));
@@ -115,7 +115,7 @@ int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *
 	_cleanup_close_ int dirfd = -1, fd = -1;
 	enum cdi_format fmt;
 	struct stat st, st2;
-	char perr[256];
+	_cleanup_rc_error_ struct rc_error *perr = NULL;
 	size_t len;
 	int r;
 
@@ -165,12 +165,12 @@ int dra_claim_spec_remove(const char *spec_dir, const char *driver, const char *
 				qfile);
 	if (r < 0)
 		return err_fail(err, errlen, r, "%s/%s: %s", qdir, qfile, strerror(-r));
-	r = cdi_spec_parse(buf, len, fmt, &spec, perr, sizeof(perr));
+	r = cdi_spec_parse(buf, len, fmt, &spec, &perr);
 	if (r == -ENOMEM)
 		return err_fail(err, errlen, r, "out of memory");
 	if (r < 0)
 		return err_fail(err, errlen, -EEXIST, "%s/%s: not a spec (%s), kept", qdir, qfile,
-				perr);
+				rc_error_msg(perr, r));
 	if (!spec_is_claims(spec, kind, uid))
 		return err_fail(err, errlen, -EEXIST,
 				"%s/%s: not the spec of claim %s (kind %s), kept", qdir, qfile, uid,

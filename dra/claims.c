@@ -502,7 +502,8 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 	_cleanup_free_ const struct dra_hca **hcas = NULL, **dev_hca = NULL;
 	_cleanup_free_ char *kind = NULL;
 	size_t n_hcas = 0;
-	char who[WHO_MAX], a[96], b[240], verr[512];
+	_cleanup_rc_error_ struct rc_error *verr = NULL;
+	char who[WHO_MAX], a[96], b[240];
 	cJSON *spec = NULL;
 	const struct dra_prepared_claim *old;
 	int r;
@@ -585,14 +586,15 @@ int dra_prepare(const struct dra_checkpoint *c, const struct dra_inventory *inv,
 	r = build_spec(inv, kind, uid, hcas, n_hcas, &spec);
 	if (r < 0)
 		goto oom;
-	r = cdi_spec_validate(spec, verr, sizeof(verr));
+	r = cdi_spec_validate(spec, &verr);
 	if (r < 0) {
 		cJSON_Delete(spec);
 		dra_prepared_claim_free(p);
 		if (r == -ENOMEM)
 			return err_fail(err, errlen, r, "claim %s: out of memory", who);
 		return err_fail(err, errlen, -EINVAL,
-				"claim %s: the claim's CDI spec is invalid: %s", who, verr);
+				"claim %s: the claim's CDI spec is invalid: %s", who,
+				rc_error_msg(verr, r));
 	}
 	*ret = p;
 	*ret_spec = spec;

@@ -794,17 +794,17 @@ static int setup_dirs(struct dra *d)
 static int setup_kube(struct dra *d)
 {
 	const struct dra_options *o = d->o;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	if (o->kubeconfig)
-		r = kube_config_load(o->kubeconfig, &d->kcfg, err, sizeof(err));
+		r = kube_config_load(o->kubeconfig, &d->kcfg, &err);
 	else
-		r = kube_config_in_cluster(o->sa_dir, &d->kcfg, err, sizeof(err));
+		r = kube_config_in_cluster(o->sa_dir, &d->kcfg, &err);
 	if (r < 0)
 		return log_error_errno(r, "API server credentials (%s): %s",
 				       o->kubeconfig ? "--kubeconfig" : "in-cluster",
-				       err[0] ? err : strerror(-r));
+				       rc_error_msg(err, r));
 	log_info("API server %s (credentials: %s)", d->kcfg->server, d->kcfg->source);
 	r = kube_client_new(d->dm.loop, d->kcfg, &d->kube);
 	if (r < 0)

@@ -12,6 +12,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "rc-error.h"
+
 /* The OCI state is a few hundred bytes; anything near this is not a state document. */
 #define HOOK_STATE_MAX (1024 * 1024)
 
@@ -29,10 +31,10 @@ struct hook_state {
  * Requires an object whose "pid" is an integer in 2..INT32_MAX given exactly once (pid 1
  * is the init of the runtime's pid namespace, never a container's process);
  * "ociVersion", "id", "status" must be strings when present. Returns 0 and fills
- * *ret_state, or -EINVAL/-EBADMSG/-ENOMEM with a one-line reason in err (err_size > 0).
+ * *ret_state, or -EINVAL/-EBADMSG/-ENOMEM with a one-line reason in *err.
  */
-int hook_parse_state(const char *buf, size_t len, struct hook_state *ret_state, char *err,
-		     size_t err_size);
+int hook_parse_state(const char *buf, size_t len, struct hook_state *ret_state,
+		     struct rc_error **err);
 
 /*
  * Parses a --memlock value: "unlimited" (RLIM_INFINITY) or a positive decimal byte count

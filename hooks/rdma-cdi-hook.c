@@ -46,6 +46,18 @@ enum {
 
 #define NETNS_DEVS_MAX 64
 
+/* What the command line asks for. */
+struct hook_args {
+	rlim_t target;
+	bool strict;
+	bool memlock_given;
+	struct {
+		const char *name;
+		bool roce;
+	} devs[NETNS_DEVS_MAX];
+	size_t n_devs;
+};
+
 static void help(void)
 {
 	printf("Usage: rdma-cdi-hook [--memlock=unlimited|BYTES[K|M|G]] [--strict]\n"
@@ -206,46 +218,8 @@ static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict
 	return 0;
 }
 
-struct netns_dev {
-	const char *name;
-	bool roce;
-};
-
-static int move_devices(const struct hook_state *st, const struct netns_dev *devs, size_t n)
-{
-	_cleanup_rc_error_ struct rc_error *err = NULL;
-	_cleanup_close_ int nsfd = -1;
-	char who[64];
-	int r;
-
-	describe(st, who, sizeof(who));
-	r = hook_netns_open(st->pid, &nsfd, &err);
-	if (r < 0) {
-		hook_error("%s: %s", who, rc_error_msg(err, r));
-		return EXIT_NETNS;
-	}
-	for (size_t i = 0; i < n; i++) {
-		enum hook_netns_verdict v = HOOK_NETNS_MOVE;
-
-		r = hook_netns_move(nsfd, devs[i].name, devs[i].roce, &v, &err);
-		if (r < 0) {
-			hook_error("%s: %s", who, rc_error_msg(err, r));
-			return EXIT_NETNS;
-		}
-		if (v == HOOK_NETNS_HOST_NS) {
-			hook_warning("%s shares the host's network namespace: %s stays there, "
-				     "nothing to move",
-				     who, devs[i].name);
-			return 0;
-		}
-		log_debug("%s: %s %s", who, devs[i].name,
-			  v == HOOK_NETNS_ALREADY ? "already in its network namespace"
-						  : "moved into its network namespace");
-	}
-	return 0;
-}
-
-int main(int argc, char **argv)
+/* The options: -1 to go on, or the exit code (--help, --version, a usage error). */
+static int parse_args(int argc, char **argv, struct hook_args *a)
 {
 	static const struct option options[] = {
 	    {"memlock", required_argument, NULL, 'm'},
@@ -256,46 +230,34 @@ int main(int argc, char **argv)
 	    {"version", no_argument, NULL, 'V'},
 	    {},
 	};
-	_cleanup_free_ char *buf = NULL;
-	struct hook_state st;
-	rlim_t target = RLIM_INFINITY;
-	bool strict = false, memlock_given = false;
-	struct netns_dev devs[NETNS_DEVS_MAX];
-	size_t n_devs = 0;
-	char err[256];
-	size_t len;
-	int c, r;
+	int c;
 
-	log_set_ident("rdma-cdi-hook");
-	/* No LOG_CONS: a hook must never write to the console; without a syslog daemon the
-	 * message is only on stderr. */
-	openlog(SYSLOG_IDENT, LOG_PID, LOG_DAEMON);
 	/* getopt's own messages would be a second line; we print one ourselves. */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		switch (c) {
 		case 'm':
-			r = hook_parse_memlock(optarg, &target);
-			if (r < 0) {
+			if (hook_parse_memlock(optarg, &a->target) < 0) {
 				hook_error("--memlock: invalid value '%s' (expected unlimited or "
 					   "BYTES[K|M|G])",
 					   optarg);
 				return EXIT_USAGE;
 			}
-			memlock_given = true;
+			a->memlock_given = true;
 			break;
 		case 'n':
 		case 'r':
-			if (!name_is_safe(optarg, 63) || n_devs == NETNS_DEVS_MAX) {
+			if (!name_is_safe(optarg, 63) || a->n_devs == NETNS_DEVS_MAX) {
 				hook_error("--netns-move: '%s' is not an RDMA device name (or more "
 					   "than %d devices)",
 					   optarg, NETNS_DEVS_MAX);
 				return EXIT_USAGE;
 			}
-			devs[n_devs++] = (struct netns_dev){optarg, c == 'r'};
+			a->devs[a->n_devs].name = optarg;
+			a->devs[a->n_devs++].roce = c == 'r';
 			break;
 		case 's':
-			strict = true;
+			a->strict = true;
 			break;
 		case 'h':
 			help();
@@ -314,6 +276,16 @@ int main(int argc, char **argv)
 			   argv[optind]);
 		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+/* The OCI state on stdin, its process alive: 0, or EXIT_STATE with the reason printed. */
+static int read_state(struct hook_state *ret)
+{
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
 
 	r = read_full_fd(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
 	if (r == -EFBIG) {
@@ -324,26 +296,77 @@ int main(int argc, char **argv)
 		hook_error_errno(r, "stdin: cannot read the OCI state");
 		return EXIT_STATE;
 	}
-	r = hook_parse_state(buf, len, &st, err, sizeof(err));
+	r = hook_parse_state(buf, len, ret, &err);
 	if (r < 0) {
-		hook_error("stdin: %s", err);
+		hook_error("stdin: %s", rc_error_msg(err, r));
 		return EXIT_STATE;
 	}
-
-	r = pid_check_alive(st.pid);
+	r = pid_check_alive(ret->pid);
 	if (r == -ESRCH) {
-		hook_error("pid %d is not a live process", (int)st.pid);
+		hook_error("pid %d is not a live process", (int)ret->pid);
 		return EXIT_STATE;
 	}
 	if (r < 0) {
-		hook_error_errno(r, "pid %d is not a usable process", (int)st.pid);
+		hook_error_errno(r, "pid %d is not a usable process", (int)ret->pid);
 		return EXIT_STATE;
 	}
+	return 0;
+}
 
-	if (n_devs > 0) {
-		r = move_devices(&st, devs, n_devs);
-		if (r != 0 || !memlock_given)
+static int move_devices(const struct hook_state *st, const struct hook_args *a)
+{
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	_cleanup_close_ int nsfd = -1;
+	char who[64];
+	int r;
+
+	describe(st, who, sizeof(who));
+	r = hook_netns_open(st->pid, &nsfd, &err);
+	if (r < 0) {
+		hook_error("%s: %s", who, rc_error_msg(err, r));
+		return EXIT_NETNS;
+	}
+	for (size_t i = 0; i < a->n_devs; i++) {
+		enum hook_netns_verdict v = HOOK_NETNS_MOVE;
+
+		r = hook_netns_move(nsfd, a->devs[i].name, a->devs[i].roce, &v, &err);
+		if (r < 0) {
+			hook_error("%s: %s", who, rc_error_msg(err, r));
+			return EXIT_NETNS;
+		}
+		if (v == HOOK_NETNS_HOST_NS) {
+			hook_warning("%s shares the host's network namespace: %s stays there, "
+				     "nothing to move",
+				     who, a->devs[i].name);
+			return 0;
+		}
+		log_debug("%s: %s %s", who, a->devs[i].name,
+			  v == HOOK_NETNS_ALREADY ? "already in its network namespace"
+						  : "moved into its network namespace");
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct hook_args a = {.target = RLIM_INFINITY};
+	struct hook_state st;
+	int r;
+
+	log_set_ident("rdma-cdi-hook");
+	/* No LOG_CONS: a hook must never write to the console; without a syslog daemon the
+	 * message is only on stderr. */
+	openlog(SYSLOG_IDENT, LOG_PID, LOG_DAEMON);
+	r = parse_args(argc, argv, &a);
+	if (r >= 0)
+		return r;
+	r = read_state(&st);
+	if (r != 0)
+		return r;
+	if (a.n_devs > 0) {
+		r = move_devices(&st, &a);
+		if (r != 0 || !a.memlock_given)
 			return r;
 	}
-	return raise_memlock(&st, target, strict);
+	return raise_memlock(&st, a.target, a.strict);
 }

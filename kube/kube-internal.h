@@ -24,7 +24,7 @@
  * missing), -ENOMEM.
  */
 int kube_config_parse(const char *buf, size_t len, const char *path, struct kube_config **ret,
-		      char *err, size_t errlen);
+		      struct rc_error **err);
 
 /* A token as sent: trimmed of surrounding whitespace; refused (-EINVAL) when empty, longer
  * than KUBE_TOKEN_MAX or holding bytes outside printable ASCII (a header injection). The
@@ -58,4 +58,4 @@ size_t kube_lines_pending(const struct kube_lines *l, const char **ret_rest);
  * not such an object (types outside ADDED MODIFIED DELETED BOOKMARK ERROR included).
  */
 int kube_event_parse(const char *line, size_t len, cJSON **ret_root, const char **ret_type,
-		     const cJSON **ret_object, char *err, size_t errlen);
+		     const cJSON **ret_object, struct rc_error **err);

@@ -260,11 +260,14 @@ static bool deliver_line(struct kube_call *k, const char *line, size_t len)
 {
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
 	const cJSON *obj;
+	_cleanup_rc_error_ struct rc_error *why = NULL;
 	const char *type;
-	char why[160];
+	int r;
 
-	if (kube_event_parse(line, len, &root, &type, &obj, why, sizeof(why)) < 0) {
-		snprintf(k->abort_reason, sizeof(k->abort_reason), "watch: %s", why);
+	r = kube_event_parse(line, len, &root, &type, &obj, &why);
+	if (r < 0) {
+		snprintf(k->abort_reason, sizeof(k->abort_reason), "watch: %s",
+			 rc_error_msg(why, r));
 		call_finish(k);
 		return false;
 	}

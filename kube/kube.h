@@ -39,15 +39,15 @@ struct kube_config {
 /*
  * Reads a kubeconfig (YAML through libyaml; the current-context's cluster and user).
  * Relative paths in it are relative to the file's directory. -ENOENT, -EINVAL with
- * "FILE:LINE:COLUMN: key: reason" in err ("FILE: key: reason" for a key that is absent;
+ * "FILE:LINE:COLUMN: key: reason" in *err ("FILE: key: reason" for a key that is absent;
  * missing server, no CA, no token, a client-certificate-only user, an http:// server,
  * insecure-skip-tls-verify: true), -EBADMSG (not YAML), -ENOMEM. When the user has both,
  * tokenFile wins over token (it is the one that rotates): ret has one of them.
  */
-int kube_config_load(const char *path, struct kube_config **ret, char *err, size_t errlen);
+int kube_config_load(const char *path, struct kube_config **ret, struct rc_error **err);
 /* In-cluster config: env KUBERNETES_SERVICE_HOST/PORT (IPv6 hosts bracketed), sa_dir
  * (NULL = KUBE_SA_DIR) holding token and ca.crt. -ENOENT/-EINVAL with the reason. */
-int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char *err, size_t errlen);
+int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, struct rc_error **err);
 void kube_config_free(struct kube_config *c);
 DEFINE_CLEANUP_FUNC(struct kube_config, kube_config_free)
 

@@ -218,7 +218,7 @@ static int kc_path(const char *file, const char *p, char **ret)
 
 /* The CA file must exist and hold a PEM certificate (read bounded; it is checked here so
  * the user learns at start, not at the first request). */
-static int check_ca_file(const char *path, char *why, size_t whylen)
+static int check_ca_file(const char *path, struct rc_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
@@ -226,24 +226,24 @@ static int check_ca_file(const char *path, char *why, size_t whylen)
 
 	r = read_full_file_at(AT_FDCWD, path, KUBE_CA_MAX, false, &buf, &len);
 	if (r == -EFBIG)
-		return snprintf(why, whylen, "larger than %u bytes", KUBE_CA_MAX), -EINVAL;
+		return rc_error_set(err, -EINVAL, "larger than %u bytes", KUBE_CA_MAX);
 	if (r == -EBADFD)
-		return snprintf(why, whylen, "not a regular file"), -EINVAL;
+		return rc_error_set(err, -EINVAL, "not a regular file");
 	if (r < 0)
-		return snprintf(why, whylen, "%s", strerror(-r)), r;
+		return rc_error_set(err, r, NULL);
 	if (!is_pem_certificate(buf, len))
-		return snprintf(why, whylen, "holds no PEM certificate"), -EINVAL;
+		return rc_error_set(err, -EINVAL, "holds no PEM certificate");
 	return 0;
 }
 
-static int check_token_file(const char *path, char *why, size_t whylen)
+static int check_token_file(const char *path, struct rc_error **err)
 {
 	struct stat st;
 
 	if (stat(path, &st) < 0)
-		return snprintf(why, whylen, "%s", strerror(errno)), -errno;
+		return rc_error_set(err, -errno, NULL);
 	if (!S_ISREG(st.st_mode))
-		return snprintf(why, whylen, "not a regular file"), -EINVAL;
+		return rc_error_set(err, -EINVAL, "not a regular file");
 	return 0;
 }
 
@@ -287,7 +287,8 @@ static int kc_cluster(const struct ydoc *x, const struct ydoc_node *cl, const ch
 		      struct kube_config *c)
 {
 	const struct ydoc_node *server, *ca, *ca_data, *skip;
-	char key[256], why[128];
+	_cleanup_rc_error_ struct rc_error *why = NULL;
+	char key[256];
 	int r;
 
 	snprintf(key, sizeof(key), "%s.", path);
@@ -334,12 +335,13 @@ static int kc_cluster(const struct ydoc *x, const struct ydoc_node *cl, const ch
 	r = kc_path(x->file, ca->value, &c->ca_file);
 	if (r < 0)
 		return r;
-	r = check_ca_file(c->ca_file, why, sizeof(why));
+	r = check_ca_file(c->ca_file, &why);
 	if (r < 0) {
 		char q[256];
 
 		return ydoc_fail(x, r, ca, key, "%s: %s",
-				 kc_quote(q, sizeof(q), c->ca_file, strlen(c->ca_file)), why);
+				 kc_quote(q, sizeof(q), c->ca_file, strlen(c->ca_file)),
+				 rc_error_msg(why, r));
 	}
 	return 0;
 }
@@ -350,7 +352,8 @@ static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct
 	static const char *const certs[] = {"client-certificate", "client-certificate-data",
 					    "client-key", "client-key-data"};
 	const struct ydoc_node *token = NULL, *file = NULL;
-	char key[256], why[128];
+	_cleanup_rc_error_ struct rc_error *why = NULL;
+	char key[256];
 	int r;
 
 	snprintf(key, sizeof(key), "%s.", path);
@@ -364,11 +367,12 @@ static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct
 		r = kc_path(x->file, file->value, &c->token_file);
 		if (r < 0)
 			return r;
-		r = check_token_file(c->token_file, why, sizeof(why));
+		r = check_token_file(c->token_file, &why);
 		if (r < 0)
 			return ydoc_fail(
 			    x, r, file, key, "%s: %s",
-			    kc_quote(q, sizeof(q), c->token_file, strlen(c->token_file)), why);
+			    kc_quote(q, sizeof(q), c->token_file, strlen(c->token_file)),
+			    rc_error_msg(why, r));
 		return 0;
 	}
 	if (token) {
@@ -404,7 +408,7 @@ static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct
 }
 
 int kube_config_parse(const char *buf, size_t len, const char *path, struct kube_config **ret,
-		      char *err, size_t errlen)
+		      struct rc_error **err)
 {
 	_cleanup_(kube_config_freep) struct kube_config *c = NULL;
 	static const struct ydoc_limits lim = {.max_depth = KC_DEPTH_MAX,
@@ -414,12 +418,10 @@ int kube_config_parse(const char *buf, size_t len, const char *path, struct kube
 					       .path = "yaml"};
 	_cleanup_(ydoc_node_freep) struct ydoc_node *root = NULL;
 	const struct ydoc_node *cur, *ctx, *cl, *u = NULL, *cl_name, *u_name;
-	const struct ydoc x = {.file = path, .err = err, .errlen = errlen};
+	const struct ydoc x = {.file = path, .err = err};
 	char ctx_path[64], cl_path[128], u_path[128];
 	int r;
 
-	if (err && errlen)
-		err[0] = '\0';
 	if (len > KUBE_CONFIG_MAX)
 		return ydoc_fail(&x, -EFBIG, NULL, "file", "larger than %u bytes", KUBE_CONFIG_MAX);
 	r = ydoc_load(&x, buf, len, &lim, &root);
@@ -475,22 +477,20 @@ int kube_config_parse(const char *buf, size_t len, const char *path, struct kube
 	return 0;
 }
 
-int kube_config_load(const char *path, struct kube_config **ret, char *err, size_t errlen)
+int kube_config_load(const char *path, struct kube_config **ret, struct rc_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	int r;
 
 	r = read_full_file_at(AT_FDCWD, path, KUBE_CONFIG_MAX, false, &buf, &len);
-	if (r < 0) {
-		if (err && errlen)
-			snprintf(err, errlen, "%s: %s", path,
-				 r == -EFBIG	? "larger than 4 MiB"
-				 : r == -EBADFD ? "not a regular file"
-						: strerror(-r));
-		return r == -EFBIG || r == -EBADFD ? -EINVAL : r;
-	}
-	return kube_config_parse(buf, len, path, ret, err, errlen);
+	if (r == -EFBIG)
+		return rc_error_set(err, -EINVAL, "%s: larger than 4 MiB", path);
+	if (r == -EBADFD)
+		return rc_error_set(err, -EINVAL, "%s: not a regular file", path);
+	if (r < 0)
+		return rc_error_wrap(err, r, "%s", path);
+	return kube_config_parse(buf, len, path, ret, err);
 }
 
 /* ---- in-cluster ------------------------------------------------------------------- */
@@ -509,49 +509,46 @@ static bool valid_host(const char *h)
 	return true;
 }
 
-int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char *err, size_t errlen)
+/* The API server's address from the environment a pod gets: "https://HOST:PORT". */
+static int in_cluster_server(char **ret, struct rc_error **err)
 {
-	_cleanup_(kube_config_freep) struct kube_config *c = NULL;
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
-	char why[128], q[96];
+	char q[96];
 	long long p;
+
+	if (!host || !*host || !port || !*port)
+		return rc_error_set(err, -ENOENT,
+				    "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not "
+				    "set (not running in a pod? give --kubeconfig)");
+	if (!valid_host(host))
+		return rc_error_set(err, -EINVAL,
+				    "KUBERNETES_SERVICE_HOST: %s is not a host name or IP address",
+				    kc_quote(q, sizeof(q), host, strlen(host)));
+	if (parse_int64(port, &p) < 0 || p < 1 || p > 65535)
+		return rc_error_set(err, -EINVAL, "KUBERNETES_SERVICE_PORT: %s is not a port",
+				    kc_quote(q, sizeof(q), port, strlen(port)));
+	if (asprintf(ret, strchr(host, ':') ? "https://[%s]:%lld" : "https://%s:%lld", host, p) <
+	    0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, struct rc_error **err)
+{
+	_cleanup_(kube_config_freep) struct kube_config *c = NULL;
 	int r;
 
 	if (!sa_dir)
 		sa_dir = KUBE_SA_DIR;
-	if (err && errlen)
-		err[0] = '\0';
-	if (!host || !*host || !port || !*port) {
-		if (err && errlen)
-			snprintf(err, errlen,
-				 "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
-				 "are not set (not running in a pod? give --kubeconfig)");
-		return -ENOENT;
-	}
-	if (!valid_host(host)) {
-		if (err && errlen)
-			snprintf(err, errlen,
-				 "in-cluster: KUBERNETES_SERVICE_HOST: %s is not a host "
-				 "name or IP address",
-				 kc_quote(q, sizeof(q), host, strlen(host)));
-		return -EINVAL;
-	}
-	if (parse_int64(port, &p) < 0 || p < 1 || p > 65535) {
-		if (err && errlen)
-			snprintf(err, errlen,
-				 "in-cluster: KUBERNETES_SERVICE_PORT: %s is not a port",
-				 kc_quote(q, sizeof(q), port, strlen(port)));
-		return -EINVAL;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->source = strdup("in-cluster")))
 		return -ENOMEM;
-	if (asprintf(&c->server, strchr(host, ':') ? "https://[%s]:%lld" : "https://%s:%lld", host,
-		     p) < 0) {
-		c->server = NULL;
-		return -ENOMEM;
-	}
+	r = in_cluster_server(&c->server, err);
+	if (r < 0)
+		return rc_error_wrap(err, r, "in-cluster");
 	if (asprintf(&c->token_file, "%s/token", sa_dir) < 0) {
 		c->token_file = NULL;
 		return -ENOMEM;
@@ -560,18 +557,12 @@ int kube_config_in_cluster(const char *sa_dir, struct kube_config **ret, char *e
 		c->ca_file = NULL;
 		return -ENOMEM;
 	}
-	r = check_token_file(c->token_file, why, sizeof(why));
-	if (r < 0) {
-		if (err && errlen)
-			snprintf(err, errlen, "in-cluster: %s: %s", c->token_file, why);
-		return r;
-	}
-	r = check_ca_file(c->ca_file, why, sizeof(why));
-	if (r < 0) {
-		if (err && errlen)
-			snprintf(err, errlen, "in-cluster: %s: %s", c->ca_file, why);
-		return r;
-	}
+	r = check_token_file(c->token_file, err);
+	if (r < 0)
+		return rc_error_wrap(err, r, "in-cluster: %s", c->token_file);
+	r = check_ca_file(c->ca_file, err);
+	if (r < 0)
+		return rc_error_wrap(err, r, "in-cluster: %s", c->ca_file);
 	*ret = TAKE_PTR(c);
 	return 0;
 }

@@ -99,23 +99,20 @@ size_t kube_lines_pending(const struct kube_lines *l, const char **ret_rest)
 }
 
 int kube_event_parse(const char *line, size_t len, cJSON **ret_root, const char **ret_type,
-		     const cJSON **ret_object, char *err, size_t errlen)
+		     const cJSON **ret_object, struct rc_error **err)
 {
 	static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
 	cJSON *root = cJSON_ParseWithLength(line, len);
 	const cJSON *type, *obj;
 
-	if (!root) {
-		snprintf(err, errlen, "an event that is not JSON");
-		return -EBADMSG;
-	}
+	if (!root)
+		return rc_error_set(err, -EBADMSG, "an event that is not JSON");
 	type = cJSON_GetObjectItemCaseSensitive(root, "type");
 	obj = cJSON_GetObjectItemCaseSensitive(root, "object");
 	if (!cJSON_IsObject(root) || !cJSON_IsString(type) || !cJSON_IsObject(obj)) {
 		cJSON_Delete(root);
-		snprintf(err, errlen,
-			 "an event without a string \"type\" and an object \"object\"");
-		return -EBADMSG;
+		return rc_error_set(err, -EBADMSG,
+				    "an event without a string \"type\" and an object \"object\"");
 	}
 	for (size_t i = 0; i < ELEMENTSOF(types); i++) {
 		if (!strcmp(type->valuestring, types[i])) {
@@ -126,6 +123,5 @@ int kube_event_parse(const char *line, size_t len, cJSON **ret_root, const char 
 		}
 	}
 	cJSON_Delete(root);
-	snprintf(err, errlen, "an event of unknown type");
-	return -EBADMSG;
+	return rc_error_set(err, -EBADMSG, "an event of unknown type");
 }

@@ -226,7 +226,6 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	_cleanup_free_ bool *emit = NULL;
 	cJSON *devices, *all_nodes, *version;
 	size_t index = 0;
-	char err[512];
 	int r;
 
 	if (!cdi_kind_is_valid(kind))
@@ -291,7 +290,7 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 
 	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))
 		return -ENOMEM;
-	r = cdi_spec_validate(spec, err, sizeof(err));
+	r = cdi_spec_validate(spec, NULL);
 	if (r < 0)
 		return r;
 	*ret_spec = TAKE_PTR(spec);

@@ -57,20 +57,21 @@ bool spec_keeper_write(struct spec_keeper *k, const cJSON *spec, size_t n_usable
 	const char *dir = k->cfg.wo.spec_dir ? k->cfg.wo.spec_dir : SPEC_DEFAULT_DIR;
 	_cleanup_free_ char *path = NULL;
 	struct spec_write_options wo = k->cfg.wo;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	bool changed = false;
 	int r;
 
 	/* A daemon killed mid-write before us left its temp file: sweep once per start. */
 	wo.remove_stale_temps = !k->written_once;
-	r = spec_write(spec, &wo, &path, &changed, err, sizeof(err));
+	r = spec_write(spec, &wo, &path, &changed, &err);
 	if (r < 0) {
 		if (!k->failing)
 			log_error("writing the CDI spec into %s failed: %s; %s. The last good spec "
 				  "stays; retrying",
-				  dir, err[0] ? err : strerror(-r), spec_write_fix(r));
+				  dir, rc_error_msg(err, r), spec_write_fix(r));
 		else
-			log_debug("writing the CDI spec into %s failed again: %s", dir, err);
+			log_debug("writing the CDI spec into %s failed again: %s", dir,
+				  rc_error_msg(err, r));
 		k->failing = true;
 		if (!k->retry && sd_event_add_time_relative(k->loop, &k->retry, CLOCK_MONOTONIC,
 							    (uint64_t)k->retry_ms * 1000, 10000,

@@ -96,11 +96,11 @@ struct spec_write_options {
  * only when it keeps changing through 64 looks.
  * --output FILE is written atomically too; "-" writes to stdout.
  * ret_path (optional) gets the path written; ret_changed (optional) whether the file's
- * bytes changed. On failure a one-line reason naming the file goes into err.
+ * bytes changed. On failure *err gets a one-line reason naming the file.
  * Does not log.
  */
 int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
-	       bool *ret_changed, char *err, size_t errlen);
+	       bool *ret_changed, struct rc_error **err);
 
 /* The one-line fix for a spec_write() error ("free space in the file system; nothing was
  * replaced"); "fix the cause" for an error without a known fix. The CLI and the daemons

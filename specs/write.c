@@ -37,7 +37,6 @@ static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const ch
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_close_ int fd = -1;
-	char err[256];
 	size_t len;
 	int r;
 
@@ -69,7 +68,7 @@ static int file_owner(int dirfd, const char *name, enum cdi_format fmt, const ch
 		*ret = OWNER_US;
 		return 0;
 	}
-	r = cdi_spec_parse(buf, len, fmt, &spec, err, sizeof(err));
+	r = cdi_spec_parse(buf, len, fmt, &spec, NULL);
 	*ret = r >= 0 && spec_is_ours(spec, kind) ? OWNER_US : OWNER_OTHER;
 	return 0;
 }
@@ -116,7 +115,7 @@ static void remove_stale_temps(const char *dir, const char *name)
 }
 
 static int write_output(const char *output, const char *buf, size_t len, bool remove_temps,
-			char **ret_path, bool *ret_changed, char *err, size_t errlen)
+			char **ret_path, bool *ret_changed, struct rc_error **err)
 {
 	_cleanup_free_ char *dir = NULL, *base = NULL, *path = NULL;
 	int r;
@@ -124,8 +123,7 @@ static int write_output(const char *output, const char *buf, size_t len, bool re
 	if (strcmp(output, "-") == 0) {
 		r = write_all(STDOUT_FILENO, buf, len);
 		if (r < 0) {
-			snprintf(err, errlen, "stdout: %s", strerror(-r));
-			return r;
+			return rc_error_wrap(err, r, "stdout");
 		}
 		path = strdup("-");
 		if (!path)
@@ -135,15 +133,13 @@ static int write_output(const char *output, const char *buf, size_t len, bool re
 	} else {
 		r = split_path(output, &dir, &base);
 		if (r < 0) {
-			snprintf(err, errlen, "%s: not a file name", output);
-			return r;
+			return rc_error_set(err, r, "%s: not a file name", output);
 		}
 		if (remove_temps)
 			remove_stale_temps(dir, base);
 		r = cdi_write_file_atomic(dir, base, buf, len);
 		if (r < 0) {
-			snprintf(err, errlen, "%s: %s", output, symlink_or_other(r));
-			return r;
+			return rc_error_set(err, r, "%s: %s", output, symlink_or_other(r));
 		}
 		path = strdup(output);
 		if (!path)
@@ -173,7 +169,7 @@ struct judged {
  * was found, *dirfd the dir or -1 when it is missing), else -errno with the reason in err. */
 static int judge(const char *dir, const char *name, const char *other, const char *path,
 		 enum cdi_format fmt, const char *kind, const char *buf, size_t len, int *dirfd,
-		 struct judged *j, char *err, size_t errlen)
+		 struct judged *j, struct rc_error **err)
 {
 	enum cdi_format other_fmt = fmt == CDI_FORMAT_JSON ? CDI_FORMAT_YAML : CDI_FORMAT_JSON;
 	enum owner owner;
@@ -189,32 +185,30 @@ static int judge(const char *dir, const char *name, const char *other, const cha
 	if (*dirfd < 0) {
 		/* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR: name the real cause. */
 		r = lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
-		snprintf(err, errlen, "%s: %s", dir, symlink_or_other(r));
-		return r;
+		return rc_error_set(err, r, "%s: %s", dir, symlink_or_other(r));
 	}
 	if (fstatat(*dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
 		r = S_ISLNK(st.st_mode) ? -ELOOP : -EEXIST;
-		snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
-		return r;
+		return rc_error_set(err, r, "%s: %s", path, symlink_or_other(r));
 	}
 	r = file_owner(*dirfd, name, fmt, kind, buf, len, &owner, &j->name_st);
 	if (r >= 0 && owner == OWNER_OTHER) {
-		snprintf(err, errlen,
-			 "%s exists and was not written by rdma-cdi, refusing to replace it", path);
-		return -EEXIST;
+		return rc_error_set(err, -EEXIST,
+				    "%s exists and was not written by rdma-cdi, refusing to "
+				    "replace it",
+				    path);
 	}
 	if (r >= 0)
 		r = file_owner(*dirfd, other, other_fmt, kind, NULL, 0, &j->other_owner,
 			       &j->other_st);
 	if (r < 0) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(-r));
-		return r;
+		return rc_error_wrap(err, r, "%s", dir);
 	}
 	return 0;
 }
 
 int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **ret_path,
-	       bool *ret_changed, char *err, size_t errlen)
+	       bool *ret_changed, struct rc_error **err)
 {
 	const char *dir = opts->spec_dir ? opts->spec_dir : SPEC_DEFAULT_DIR;
 	const cJSON *kind_item = cJSON_GetObjectItemCaseSensitive(spec, "kind");
@@ -225,17 +219,15 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 	int r;
 
 	if (!cJSON_IsString(kind_item)) {
-		snprintf(err, errlen, "spec has no kind");
-		return -EINVAL;
+		return rc_error_set(err, -EINVAL, "spec has no kind");
 	}
 	r = cdi_spec_format(spec, opts->format, &buf, &len);
 	if (r < 0) {
-		snprintf(err, errlen, "formatting the spec: %s", strerror(-r));
-		return r;
+		return rc_error_wrap(err, r, "formatting the spec");
 	}
 	if (opts->output)
 		return write_output(opts->output, buf, len, opts->remove_stale_temps, ret_path,
-				    ret_changed, err, errlen);
+				    ret_changed, err);
 
 	name = cdi_spec_file_name(kind_item->valuestring, opts->format);
 	other =
@@ -251,7 +243,7 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 
 	for (int tries = 1;; tries++) {
 		r = judge(dir, name, other, path, opts->format, kind_item->valuestring, buf, len,
-			  &dirfd, &j, err, errlen);
+			  &dirfd, &j, err);
 		if (r < 0)
 			return r;
 		/* Only the file judged ours above (or still no file) is replaced. -EEXIST: it
@@ -260,16 +252,14 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		if (r != -EEXIST)
 			break;
 		if (tries == SPEC_WRITE_TRIES) {
-			snprintf(err, errlen,
-				 "%s kept changing while rdma-cdi was writing it (%d tries), "
-				 "giving up for now",
-				 path, tries);
-			return -EBUSY;
+			return rc_error_set(err, -EBUSY,
+					    "%s kept changing while rdma-cdi was writing it (%d "
+					    "tries), giving up for now",
+					    path, tries);
 		}
 	}
 	if (r < 0) {
-		snprintf(err, errlen, "%s: %s", path, symlink_or_other(r));
-		return r;
+		return rc_error_set(err, r, "%s: %s", path, symlink_or_other(r));
 	}
 	if (ret_changed)
 		*ret_changed = r == CDI_WRITE_UPDATED;
@@ -278,9 +268,8 @@ int spec_write(const cJSON *spec, const struct spec_write_options *opts, char **
 		j.other_owner = OWNER_OTHER; /* replaced since we judged it: not ours any more */
 	if (j.other_owner == OWNER_US && unlinkat(dirfd, other, 0) < 0 && errno != ENOENT) {
 		r = -errno;
-		snprintf(err, errlen, "%s/%s: removing our copy in the other format: %s", dir,
-			 other, strerror(-r));
-		return r;
+		return rc_error_wrap(err, r, "%s/%s: removing our copy in the other format", dir,
+				     other);
 	}
 	if (ret_path)
 		*ret_path = TAKE_PTR(path);

@@ -30,6 +30,7 @@ int main(int argc, char **argv)
 	enum cdi_format from, to = CDI_FORMAT_JSON;
 	bool min_version = false, min_versions = false, validate = false;
 	size_t in_len, out_len;
+	_cleanup_rc_error_ struct rc_error *e = NULL;
 	char err[512];
 	int r;
 
@@ -49,13 +50,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stdin: %s\n", strerror(-r));
 		return 1;
 	}
-	r = cdi_spec_parse(in, in_len, from, &spec, err, sizeof(err));
+	r = cdi_spec_parse(in, in_len, from, &spec, &e);
 	if (r < 0) {
-		fprintf(stderr, "parse: %s\n", err);
+		fprintf(stderr, "parse: %s\n", rc_error_msg(e, r));
 		return 1;
 	}
-	if (validate && cdi_spec_validate(spec, err, sizeof(err)) < 0) {
-		fprintf(stderr, "invalid: %s\n", err);
+	if (validate && (r = cdi_spec_validate(spec, &e)) < 0) {
+		fprintf(stderr, "invalid: %s\n", rc_error_msg(e, r));
 		return 1;
 	}
 	if (min_versions) {

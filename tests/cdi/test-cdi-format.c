@@ -9,6 +9,7 @@
 
 #include "cdi-internal.h"
 #include "../tap.h"
+#include "../tap-error.h"
 
 static cJSON *parse_q(const char *text)
 {
@@ -54,7 +55,6 @@ static void test_round_trip(enum cdi_format fmt, const char *what, const cJSON *
 	_cleanup_(cJSON_Deletep) cJSON *back = NULL;
 	_cleanup_free_ char *buf = NULL, *buf2 = NULL;
 	size_t len, len2;
-	char err[256] = "";
 	int r;
 
 	r = cdi_spec_format(spec, fmt, &buf, &len);
@@ -62,8 +62,8 @@ static void test_round_trip(enum cdi_format fmt, const char *what, const cJSON *
 	   "%s: formats with a trailing newline", what);
 	if (r < 0)
 		return;
-	r = cdi_spec_parse(buf, len, fmt, &back, err, sizeof(err));
-	ok(r == 0, "%s: parses back (%s)", what, err);
+	r = cdi_spec_parse(buf, len, fmt, &back, tap_fresh());
+	ok(r == 0, "%s: parses back (%s)", what, tap_msg());
 	ok(back && cJSON_Compare(spec, back, true), "%s: reads back identical", what);
 	if (!back) {
 		printf("# %s\n", buf);
@@ -80,11 +80,10 @@ static void test_round_trips(void)
 	_cleanup_(cJSON_Deletep) cJSON *strs = cJSON_CreateObject();
 	_cleanup_free_ char *yaml = NULL;
 	cJSON *list, *keys;
-	char err[512];
 	size_t len;
 
 	ok(rich != NULL, "rich spec parses as JSON");
-	ok(rich && cdi_spec_validate(rich, err, sizeof(err)) == 0, "rich spec is valid");
+	ok(rich && cdi_spec_validate(rich, tap_fresh()) == 0, "rich spec is valid");
 	test_round_trip(CDI_FORMAT_JSON, "json rich spec", rich);
 	test_round_trip(CDI_FORMAT_YAML, "yaml rich spec", rich);
 
@@ -224,12 +223,11 @@ static void test_format_errors(void)
 static void yaml_reads_as(const char *yaml, const char *json)
 {
 	_cleanup_(cJSON_Deletep) cJSON *got = NULL, *want = parse_q(json);
-	char err[256] = "";
 	int r;
 
-	r = cdi_spec_parse(yaml, strlen(yaml), CDI_FORMAT_YAML, &got, err, sizeof(err));
+	r = cdi_spec_parse(yaml, strlen(yaml), CDI_FORMAT_YAML, &got, tap_fresh());
 	ok(r == 0 && want && cJSON_Compare(got, want, true), "yaml %s reads as %s (%s)", yaml, json,
-	   err);
+	   tap_msg());
 }
 
 static void test_yaml_typing(void)
@@ -272,13 +270,14 @@ static void test_yaml_typing(void)
 static void parse_fails(enum cdi_format fmt, const char *text, size_t len, const char *want)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	char err[256] = "", shown[64];
+	char shown[64];
 	int r;
 
-	r = cdi_spec_parse(text, len, fmt, &spec, err, sizeof(err));
-	ok(r == -EBADMSG && !spec && strncmp(err, want, strlen(want)) == 0 && !strchr(err, '\n'),
+	r = cdi_spec_parse(text, len, fmt, &spec, tap_fresh());
+	ok(r == -EBADMSG && !spec && strncmp(tap_msg(), want, strlen(want)) == 0 &&
+	       !strchr(tap_msg(), '\n'),
 	   "%s %s: '%s' (want '%s...')", fmt == CDI_FORMAT_JSON ? "json" : "yaml",
-	   cdi_quote(shown, sizeof(shown), text), err, want);
+	   cdi_quote(shown, sizeof(shown), text), tap_msg(), want);
 }
 
 #define YAML_FAILS(text, want) parse_fails(CDI_FORMAT_YAML, text, sizeof(text) - 1, want)
@@ -355,34 +354,34 @@ static void test_parse_errors(void)
 static void test_parse_misc(void)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	char err[128] = "", small[8];
 	static const char text[] = "{\"a\": \"\\\"[{\\\\\\\"} ";
 	int r;
 
 	/* Brackets inside strings do not count towards the depth. */
 	r = cdi_spec_parse(
 	    "{\"a\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}", 75,
-	    CDI_FORMAT_JSON, &spec, err, sizeof(err));
-	ok(r == 0, "json: brackets in strings are not nesting (%s)", err);
+	    CDI_FORMAT_JSON, &spec, tap_fresh());
+	ok(r == 0, "json: brackets in strings are not nesting (%s)", tap_msg());
 	cJSON_Delete(TAKE_PTR(spec));
 	/* Unterminated string with escapes: still a clean error. */
-	r = cdi_spec_parse(text, sizeof(text) - 1, CDI_FORMAT_JSON, &spec, err, sizeof(err));
-	ok(r == -EBADMSG && strcmp(err, "1:18: unexpected end of JSON") == 0,
-	   "json: unterminated string fails cleanly (%s)", err);
+	r = cdi_spec_parse(text, sizeof(text) - 1, CDI_FORMAT_JSON, &spec, tap_fresh());
+	ok(r == -EBADMSG && strcmp(tap_msg(), "1:18: unexpected end of JSON") == 0,
+	   "json: unterminated string fails cleanly (%s)", tap_msg());
 	/* Input need not be NUL-terminated: only len bytes are read. */
-	r = cdi_spec_parse("{}garbage", 2, CDI_FORMAT_JSON, &spec, err, sizeof(err));
+	r = cdi_spec_parse("{}garbage", 2, CDI_FORMAT_JSON, &spec, tap_fresh());
 	ok(r == 0 && cJSON_IsObject(spec), "json: only len bytes are parsed");
 	cJSON_Delete(TAKE_PTR(spec));
-	r = cdi_spec_parse("a: 1\nb: [", 5, CDI_FORMAT_YAML, &spec, err, sizeof(err));
+	r = cdi_spec_parse("a: 1\nb: [", 5, CDI_FORMAT_YAML, &spec, tap_fresh());
 	ok(r == 0 && cJSON_IsObject(spec), "yaml: only len bytes are parsed");
 	cJSON_Delete(TAKE_PTR(spec));
-	r = cdi_spec_parse("{", (size_t)CDI_SPEC_MAX_BYTES + 1, CDI_FORMAT_JSON, &spec, err,
-			   sizeof(err));
-	ok(r == -EFBIG && !spec, "input over CDI_SPEC_MAX_BYTES is refused unread (%s)", err);
-	r = cdi_spec_parse("{x", 2, CDI_FORMAT_JSON, &spec, small, sizeof(small));
-	ok(r == -EBADMSG && strlen(small) == sizeof(small) - 1, "short error buffer: '%s'", small);
-	r = cdi_spec_parse("a: [", 4, CDI_FORMAT_YAML, &spec, NULL, 0);
-	ok(r == -EBADMSG, "no error buffer is fine");
+	r = cdi_spec_parse("{", (size_t)CDI_SPEC_MAX_BYTES + 1, CDI_FORMAT_JSON, &spec,
+			   tap_fresh());
+	ok(r == -EFBIG && !spec, "input over CDI_SPEC_MAX_BYTES is refused unread (%s)", tap_msg());
+	r = cdi_spec_parse("{x", 2, CDI_FORMAT_JSON, &spec, tap_fresh());
+	ok(r == -EBADMSG && tap_e && tap_e->code == EBADMSG, "the error carries the code (%s)",
+	   tap_msg());
+	r = cdi_spec_parse("a: [", 4, CDI_FORMAT_YAML, &spec, NULL);
+	ok(r == -EBADMSG, "no error object is fine");
 }
 
 static void test_file_names(void)
@@ -434,5 +433,6 @@ int main(void)
 	test_parse_misc();
 	test_file_names();
 	test_plain_safe();
+	tap_fresh();
 	return tap_done();
 }

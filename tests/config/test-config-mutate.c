@@ -115,12 +115,16 @@ int main(int argc, char **argv)
 		return 1;
 
 	for (int it = 0; it < 50000; it++) {
-		char buf[4096], err[512] = "";
+		_cleanup_rc_error_ struct rc_error *e = NULL;
+		char buf[4096];
+		const char *err;
 		size_t len = mutate(buf, sizeof(buf));
 		struct cfg *c = NULL;
 		struct cfg_assignment *a = NULL;
 		unsigned line = 0, col = 0;
-		int r = cfg_parse(buf, len, "f", &c, err, sizeof(err)), used = 0;
+		int r = cfg_parse(buf, len, "f", &c, &e), used = 0;
+
+		err = rc_error_msg(e, r);
 
 		if ((r == 0) != !!c || (r != 0 && r != -EINVAL && r != -EBADMSG)) {
 			if (bad_r++ < 5)
@@ -133,11 +137,10 @@ int main(int argc, char **argv)
 				printf("#   message '%s'\n", err);
 		}
 		if (r == 0) {
-			int ra = cfg_assign(c, node, &a, err, sizeof(err));
+			int ra = cfg_assign(c, node, &a, NULL);
 
 			accepted++;
-			if ((ra != 0 && ra != -E2BIG) ||
-			    cfg_report(c, node, devnull, err, sizeof(err)) != ra)
+			if ((ra != 0 && ra != -E2BIG) || cfg_report(c, node, devnull, NULL) != ra)
 				bad_assign++;
 			cfg_assignment_free(a);
 		}

@@ -18,14 +18,16 @@
 #include "../tap.h"
 #include "config-internal.h"
 #include "config.h"
+#include "../tap-error.h"
 
 static const char *data_dir;
 
 static struct cfg *parse_ok(const char *yaml, const char *what)
 {
 	struct cfg *c = NULL;
-	char err[512] = "";
-	int r = cfg_parse(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
+	struct rc_error *e = NULL;
+	int r = cfg_parse(yaml, strlen(yaml), "t.yaml", &c, &e);
+	const char *err = tap_err(&e);
 
 	if (!ok(r == 0 && c, "%s: parses", what))
 		printf("#   r = %d, err: %s\n", r, err);
@@ -35,8 +37,9 @@ static struct cfg *parse_ok(const char *yaml, const char *what)
 static void parse_err(const char *yaml, int want_r, const char *want, const char *what)
 {
 	struct cfg *c = NULL;
-	char err[512] = "";
-	int r = cfg_parse(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
+	struct rc_error *e = NULL;
+	int r = cfg_parse(yaml, strlen(yaml), "t.yaml", &c, &e);
+	const char *err = tap_err(&e);
 
 	if (!ok(r == want_r && !c, "%s: fails with %d", what, want_r))
 		printf("#   r = %d\n", r);
@@ -407,7 +410,7 @@ static void test_bounds(void)
 	char *s, *big;
 	size_t n = 0, len;
 	struct cfg *c = NULL;
-	char err[512] = "";
+	struct rc_error *e = NULL;
 
 	/* 65 pools */
 	s = malloc(65 * 40 + 16);
@@ -442,17 +445,15 @@ static void test_bounds(void)
 		abort();
 	memset(big, '#', len);
 	c = NULL;
-	ok(cfg_parse(big, len, "big.yaml", &c, err, sizeof(err)) == -EFBIG && !c,
+	ok(cfg_parse(big, len, "big.yaml", &c, &e) == -EFBIG && !c,
 	   "a buffer over 1 MiB is refused");
-	EQ_STR(err, "big.yaml: larger than 1048576 bytes", "over 1 MiB message");
+	EQ_STR(tap_err(&e), "big.yaml: larger than 1048576 bytes", "over 1 MiB message");
 	free(big);
 
 	/* Node bound: 1 MiB of "[a,a,a...]" in a pools list stays an error, not a blowup. */
 	s = repeat("pools: [", "a,", 120000, "a]\n");
-	err[0] = '\0';
-	ok(cfg_parse(s, strlen(s), "t.yaml", &c, err, sizeof(err)) == -EINVAL && !c,
-	   "120001 nodes refused");
-	EQ_STR(err, "t.yaml:1:200003: more than 100000 YAML nodes", "node bound message");
+	ok(cfg_parse(s, strlen(s), "t.yaml", &c, &e) == -EINVAL && !c, "120001 nodes refused");
+	EQ_STR(tap_err(&e), "t.yaml:1:200003: more than 100000 YAML nodes", "node bound message");
 	free(s);
 
 	/* Resource names: the domain bound (253 minus "requests."), then the string bound. */
@@ -474,22 +475,25 @@ static void test_bounds(void)
 	free(s);
 
 	/* A NUL byte in the buffer is a control character to libyaml. */
-	err[0] = '\0';
-	ok(cfg_parse("kind: a\0b\n", 10, "t.yaml", &c, err, sizeof(err)) == -EBADMSG && !c,
-	   "NUL byte refused");
-	EQ_STR(err, "t.yaml:1:8: invalid YAML: control characters are not allowed", "NUL message");
+	ok(cfg_parse("kind: a\0b\n", 10, "t.yaml", &c, &e) == -EBADMSG && !c, "NUL byte refused");
+	EQ_STR(tap_err(&e), "t.yaml:1:8: invalid YAML: control characters are not allowed",
+	       "NUL message");
 	/* CRLF line ends count lines as LF does. */
-	ok(cfg_parse(crlf, strlen(crlf), "t.yaml", &c, err, sizeof(err)) == -EINVAL, "CRLF file");
-	EQ_STR(err, "t.yaml:3:9: pools[0].mode: expected exclusive or shared, got \"x\"",
+	ok(cfg_parse(crlf, strlen(crlf), "t.yaml", &c, &e) == -EINVAL, "CRLF file");
+	EQ_STR(tap_err(&e), "t.yaml:3:9: pools[0].mode: expected exclusive or shared, got \"x\"",
 	       "CRLF positions");
 	parse_err("pools:\n- ResourceName: a.io/b\n", -EINVAL,
 		  "t.yaml:2:3: pools[0]: unknown key \"ResourceName\" (did you mean resourceName?)",
 		  "key in the wrong case");
 
-	/* err NULL is fine; a short err is cut, still terminated. */
-	ok(cfg_parse("foo: 1", 6, NULL, &c, NULL, 0) == -EINVAL, "err may be NULL");
-	ok(cfg_parse("foo: 1", 6, NULL, &c, err, 12) == -EINVAL && !strcmp(err, "<config>:1:"),
-	   "short err buffer truncated, <config> when no filename");
+	/* err NULL is fine; without a file name the message says <config>. */
+	ok(cfg_parse("foo: 1", 6, NULL, &c, NULL) == -EINVAL, "err may be NULL");
+	ok(cfg_parse("foo: 1", 6, NULL, &c, &e) == -EINVAL && e && e->code == EINVAL,
+	   "the error carries the code");
+	EQ_STR(tap_err(&e),
+	       "<config>:1:1: unknown key \"foo\" (known keys: kind, specDir, withMad, memlock, "
+	       "pools)",
+	       "<config> when no filename");
 }
 
 /* ---- globs -------------------------------------------------------------------------- */
@@ -676,7 +680,8 @@ static void test_equal(void)
 
 static void test_load(void)
 {
-	char dir[] = "/tmp/rdma-cdi-test-config-XXXXXX", path[256], err[512] = "";
+	char dir[] = "/tmp/rdma-cdi-test-config-XXXXXX", path[256];
+	struct rc_error *e = NULL;
 	struct cfg *c = NULL;
 	FILE *f;
 
@@ -685,31 +690,31 @@ static void test_load(void)
 		exit(1);
 	}
 	snprintf(path, sizeof(path), "%s/absent.yaml", dir);
-	ok(cfg_load(path, &c, err, sizeof(err)) == -ENOENT && !c, "absent file: -ENOENT");
+	ok(cfg_load(path, &c, &e) == -ENOENT && !c, "absent file: -ENOENT");
 	{
 		char want[512];
 
 		snprintf(want, sizeof(want), "%s: No such file or directory", path);
-		EQ_STR(err, want, "absent file message");
+		EQ_STR(tap_err(&e), want, "absent file message");
 	}
 
 	snprintf(path, sizeof(path), "%s/config.yaml", dir);
 	f = fopen(path, "we");
 	fputs("pools:\n- resourceName: a.io/ib\n  mode: sharde\n", f);
 	fclose(f);
-	ok(cfg_load(path, &c, err, sizeof(err)) == -EINVAL && !c, "broken file: -EINVAL");
+	ok(cfg_load(path, &c, &e) == -EINVAL && !c, "broken file: -EINVAL");
 	{
 		char want[512];
 
 		snprintf(want, sizeof(want),
 			 "%s:3:9: pools[0].mode: expected exclusive or shared, got \"sharde\"",
 			 path);
-		EQ_STR(err, want, "the message names the path");
+		EQ_STR(tap_err(&e), want, "the message names the path");
 	}
 	f = fopen(path, "we");
 	fputs("pools:\n- resourceName: a.io/ib\n", f);
 	fclose(f);
-	ok(cfg_load(path, &c, err, sizeof(err)) == 0 && c && c->n_pools == 1, "valid file loads");
+	ok(cfg_load(path, &c, &e) == 0 && c && c->n_pools == 1, "valid file loads");
 	cfg_free(c);
 	c = NULL;
 
@@ -727,24 +732,23 @@ static void test_load(void)
 		ok(symlink("..2026_01", l1) == 0, "..data link");
 		snprintf(l2, sizeof(l2), "%s/cm.yaml", dir);
 		ok(symlink("..data/config.yaml", l2) == 0, "cm.yaml link");
-		ok(cfg_load(l2, &c, err, sizeof(err)) == 0 && c && c->kind &&
-		       !strcmp(c->kind, "acme.io/nic"),
+		ok(cfg_load(l2, &c, &e) == 0 && c && c->kind && !strcmp(c->kind, "acme.io/nic"),
 		   "symlinks are followed (ConfigMap volume)");
 		cfg_free(c);
 		c = NULL;
 	}
 
-	ok(cfg_load(dir, &c, err, sizeof(err)) == -EBADFD && !c, "a directory is refused");
+	ok(cfg_load(dir, &c, &e) == -EBADFD && !c, "a directory is refused");
 	{
 		char want[512];
 
 		snprintf(want, sizeof(want), "%s: not a regular file", dir);
-		EQ_STR(err, want, "directory message");
+		EQ_STR(tap_err(&e), want, "directory message");
 	}
 	snprintf(path, sizeof(path), "%s/fifo", dir);
 	if (mkfifo(path, 0600) == 0) {
-		ok(cfg_load(path, &c, err, sizeof(err)) == -EBADFD && !c,
-		   "a FIFO is refused without blocking");
+		ok(cfg_load(path, &c, &e) == -EBADFD && !c, "a FIFO is refused without blocking");
+		rc_error_freep(&e);
 	} else {
 		ok(false, "mkfifo: %s", strerror(errno));
 	}
@@ -760,12 +764,12 @@ static void test_load(void)
 			fputs(line, f);
 	}
 	fclose(f);
-	ok(cfg_load(path, &c, err, sizeof(err)) == -EFBIG && !c, "a file over 1 MiB is refused");
+	ok(cfg_load(path, &c, &e) == -EFBIG && !c, "a file over 1 MiB is refused");
 	{
 		char want[512];
 
 		snprintf(want, sizeof(want), "%s: larger than 1048576 bytes", path);
-		EQ_STR(err, want, "over 1 MiB message");
+		EQ_STR(tap_err(&e), want, "over 1 MiB message");
 	}
 
 	char cmd[400];
@@ -818,13 +822,14 @@ static struct cfg_assignment *check_pools(const char *what, const char *yaml,
 {
 	struct cfg *c = parse_ok(yaml, what);
 	struct cfg_assignment *a = NULL;
-	char err[512] = "", buf[1024], label[256];
+	struct rc_error *e = NULL;
+	char buf[1024], label[256];
 	size_t total = 0;
 
 	if (!c)
 		return NULL;
-	if (!ok(cfg_assign(c, node, &a, err, sizeof(err)) == 0 && a, "%s: assigns", what)) {
-		printf("#   %s\n", err);
+	if (!ok(cfg_assign(c, node, &a, &e) == 0 && a, "%s: assigns", what)) {
+		printf("#   %s\n", tap_err(&e));
 		cfg_free(c);
 		return NULL;
 	}
@@ -993,12 +998,12 @@ static void test_quirks(void)
 	struct disc_node *node = scan_fixture("quirks");
 	struct cfg_assignment *a;
 	struct cfg *def = NULL;
-	char err[256], buf[512];
+	char buf[512];
 
 	/* The default config: every usable device in the one pool, never smi1 or mlx5_4
 	 * (no uverbs), whatever the selectors. */
 	cfg_default(&def);
-	ok(cfg_assign(def, node, &a, err, sizeof(err)) == 0, "default config assigns");
+	ok(cfg_assign(def, node, &a, NULL) == 0, "default config assigns");
 	EQ_STR(members(a, node, 0, buf, sizeof(buf)),
 	       "mlx5_0,ibp12s0,rocep59s0f0,mlx5_bond_0,bnxt_re0,irdma0,mlx5_5,rocep59s0f0S88",
 	       "default pool: every usable device");
@@ -1062,12 +1067,14 @@ static void bound(const char *yaml, const struct disc_node *node, int want_r, co
 {
 	struct cfg *c = parse_ok(yaml, what);
 	struct cfg_assignment *a = NULL;
-	char err[512] = "";
+	struct rc_error *e = NULL;
+	const char *err;
 	int r;
 
 	if (!c)
 		return;
-	r = cfg_assign(c, node, &a, err, sizeof(err));
+	r = cfg_assign(c, node, &a, &e);
+	err = tap_err(&e);
 	if (!ok(r == want_r && (r == 0) == !!a, "%s: cfg_assign gives %d", what, want_r))
 		printf("#   r = %d, err %s\n", r, err);
 	if (want)
@@ -1108,8 +1115,8 @@ static void test_bound(void)
 
 /* ---- config check ------------------------------------------------------------------- */
 
-static char *report(const char *yaml, const struct disc_node *node, int *ret_r, char *err,
-		    size_t errlen)
+static char *report(const char *yaml, const struct disc_node *node, int *ret_r,
+		    struct rc_error **err)
 {
 	struct cfg *c = parse_ok(yaml, "report config");
 	char *buf = NULL;
@@ -1118,7 +1125,7 @@ static char *report(const char *yaml, const struct disc_node *node, int *ret_r, 
 
 	if (!f)
 		abort();
-	*ret_r = c ? cfg_report(c, node, f, err, errlen) : -EINVAL;
+	*ret_r = c ? cfg_report(c, node, f, err) : -EINVAL;
 	fclose(f);
 	cfg_free(c);
 	return buf;
@@ -1128,7 +1135,8 @@ static void test_report(void)
 {
 	struct disc_node *dgx = scan_fixture("dgx"), *quirks = scan_fixture("quirks");
 	struct disc_node *big = fake_node(2048);
-	char err[512] = "", *out;
+	struct rc_error *e = NULL;
+	char *out;
 	int r;
 
 	out = report("kind: rdma.example/hca\nwithMad: true\npools:\n"
@@ -1136,7 +1144,7 @@ static void test_report(void)
 		     "- {resourceName: a.io/roce, mode: shared, sharedSlots: 4, ncclEnv: true, "
 		     "selectors: {linkLayers: [eth]}}\n"
 		     "- {resourceName: a.io/vf, selectors: {vf: true}}\n",
-		     dgx, &r, err, sizeof(err));
+		     dgx, &r, &e);
 	EQ_INT(r, 0, "report on dgx");
 	EQ_STR(out,
 	       "kind: rdma.example/hca\n"
@@ -1167,7 +1175,7 @@ static void test_report(void)
 	       "config check on dgx");
 	free(out);
 
-	out = report("", quirks, &r, err, sizeof(err));
+	out = report("", quirks, &r, &e);
 	EQ_INT(r, 0, "report on quirks");
 	EQ_STR(out,
 	       "kind: not set\n"
@@ -1193,11 +1201,11 @@ static void test_report(void)
 	free(out);
 
 	out = report("pools: [{resourceName: rdma.example/ib, mode: shared, sharedSlots: 100}]",
-		     big, &r, err, sizeof(err));
+		     big, &r, &e);
 	EQ_INT(r, -E2BIG, "report over the bound fails");
 	ok(out && out[0] == '\0', "and writes nothing");
 	EQ_STR(
-	    err,
+	    tap_err(&e),
 	    "pool rdma.example/ib: sharedSlots 100 x 2048 HCAs = 204800 device IDs exceeds 16384 "
 	    "(a ListAndWatch message that large nears the kubelet's 4 MiB limit): lower "
 	    "sharedSlots or split the HCAs over more pools",

@@ -12,9 +12,17 @@
 
 #include "../tap.h"
 #include "yaml-doc.h"
+#include "../tap-error.h"
 
-static char err[512], big_text[100];
-static const struct ydoc doc = {.file = "t.yaml", .err = err, .errlen = sizeof(err)};
+static char big_text[100];
+static const struct ydoc doc = {.file = "t.yaml", .err = &tap_e};
+
+/* The document to call with, its error cleared: each call's message is its own. */
+static const struct ydoc *fresh(void)
+{
+	tap_fresh();
+	return &doc;
+}
 static const struct ydoc_limits lim = {.max_depth = 4, .max_nodes = 50, .what = "a test"};
 
 static struct ydoc_node *load(const char *text)
@@ -22,10 +30,9 @@ static struct ydoc_node *load(const char *text)
 	struct ydoc_node *root = NULL;
 	int r;
 
-	err[0] = '\0';
-	r = ydoc_load(&doc, text, strlen(text), &lim, &root);
+	r = ydoc_load(fresh(), text, strlen(text), &lim, &root);
 	if (r < 0)
-		printf("#   load failed: %d %s\n", r, err);
+		printf("#   load failed: %d %s\n", r, tap_msg());
 	return root;
 }
 
@@ -36,10 +43,9 @@ static void refused(const struct ydoc_limits *l, const char *text, int r, const 
 	struct ydoc_node *root = (struct ydoc_node *)&root;
 	int got;
 
-	err[0] = '\0';
-	got = ydoc_load(&doc, text, strlen(text), l, &root);
+	got = ydoc_load(fresh(), text, strlen(text), l, &root);
 	ok(got == r && root == (struct ydoc_node *)&root, "%s: refused (%d)", what, got);
-	EQ_STR(err, msg, what);
+	EQ_STR(tap_msg(), msg, what);
 }
 
 static void test_tree(void)
@@ -66,9 +72,9 @@ static void test_tree(void)
 	ydoc_node_free(root);
 
 	root = (struct ydoc_node *)&root;
-	ok(ydoc_load(&doc, "# nothing\n", 10, &lim, &root) == 0 && root == NULL,
+	ok(ydoc_load(fresh(), "# nothing\n", 10, &lim, &root) == 0 && root == NULL,
 	   "a stream without a document gives no root");
-	ok(ydoc_load(&doc, "", 0, &lim, &root) == 0 && root == NULL, "so does empty text");
+	ok(ydoc_load(fresh(), "", 0, &lim, &root) == 0 && root == NULL, "so does empty text");
 }
 
 static void test_refusals(void)
@@ -95,7 +101,7 @@ static void test_refusals(void)
 	tags.allow_tags = true;
 	tags.path = "yaml";
 	root = NULL;
-	ok(ydoc_load(&doc, "a: !!str 1\n", 11, &tags, &root) == 0 && root &&
+	ok(ydoc_load(fresh(), "a: !!str 1\n", 11, &tags, &root) == 0 && root &&
 	       !strcmp(root->kids[1]->value, "1"),
 	   "allow_tags reads a tagged scalar as its text");
 	ydoc_node_free(root);
@@ -137,16 +143,16 @@ static void test_messages(void)
 	struct ydoc noerr = {.file = "t.yaml"};
 	char q[96], small[16];
 
-	ok(ydoc_fail(&doc, -EINVAL, &at, "pools[0]", "bad %d", 1) == -EINVAL, "returns r");
-	EQ_STR(err, "t.yaml:3:7: pools[0]: bad 1", "FILE:LINE:COL: PATH: message");
-	ydoc_fail(&doc, -ENOMEM, NULL, NULL, "out of memory");
-	EQ_STR(err, "t.yaml: out of memory", "no node: no position; no path: no PATH");
-	ydoc_fail(&doc, -EINVAL, &at, "", "x");
-	EQ_STR(err, "t.yaml:3:7: x", "an empty path is left out");
-	ok(ydoc_fail(&noerr, -EIO, &at, NULL, "x") == -EIO, "a NULL err buffer is fine");
-	struct ydoc cut = {.file = "t.yaml", .err = small, .errlen = sizeof(small)};
-	ydoc_fail(&cut, -EINVAL, &at, "path", "a long message");
-	ok(strlen(small) == sizeof(small) - 1, "a short buffer is cut and terminated");
+	ok(ydoc_fail(fresh(), -EINVAL, &at, "pools[0]", "bad %d", 1) == -EINVAL, "returns r");
+	EQ_STR(tap_msg(), "t.yaml:3:7: pools[0]: bad 1", "FILE:LINE:COL: PATH: message");
+	ydoc_fail(fresh(), -ENOMEM, NULL, NULL, "out of memory");
+	EQ_STR(tap_msg(), "t.yaml: out of memory", "no node: no position; no path: no PATH");
+	ydoc_fail(fresh(), -EINVAL, &at, "", "x");
+	EQ_STR(tap_msg(), "t.yaml:3:7: x", "an empty path is left out");
+	ok(ydoc_fail(&noerr, -EIO, &at, NULL, "x") == -EIO, "a NULL err is fine");
+	ok(tap_e && tap_e->code == EINVAL, "the error carries the code");
+	ydoc_fail(&doc, -ENOENT, &at, NULL, "second");
+	EQ_STR(tap_msg(), "t.yaml:3:7: x", "a second failure keeps the first cause");
 
 	EQ_STR(ydoc_quote(q, sizeof(q), "a\"b\\c\n\xc3\xa9", 8), "\"a\\\"b\\\\c\\x0a\\xc3\\xa9\"",
 	       "quote escapes quotes, backslashes, controls and non-ASCII bytes");
@@ -183,39 +189,41 @@ static void test_values(void)
 	       "got names a quoted string as such");
 	EQ_STR(ydoc_got(g, sizeof(g), ydoc_get(root, "y", NULL)), "got \"yes\"", "got a plain one");
 
-	ok(ydoc_bool(&doc, ydoc_get(root, "t", NULL), "t", false, &b) == 0 && b, "true is true");
-	ok(ydoc_bool(&doc, ydoc_get(root, "y", NULL), "y", false, &b) == -EINVAL,
+	ok(ydoc_bool(fresh(), ydoc_get(root, "t", NULL), "t", false, &b) == 0 && b, "true is true");
+	ok(ydoc_bool(fresh(), ydoc_get(root, "y", NULL), "y", false, &b) == -EINVAL,
 	   "yes is no bool by default");
-	EQ_STR(err, "t.yaml:7:4: y: expected true or false, got \"yes\"", "the bool message");
+	EQ_STR(tap_msg(), "t.yaml:7:4: y: expected true or false, got \"yes\"", "the bool message");
 	b = false;
-	ok(ydoc_bool(&doc, ydoc_get(root, "y", NULL), "y", true, &b) == 0 && b,
+	ok(ydoc_bool(fresh(), ydoc_get(root, "y", NULL), "y", true, &b) == 0 && b,
 	   "yaml11 reads yes as true");
-	ok(ydoc_bool(&doc, ydoc_get(root, "qt", NULL), "qt", true, &b) == -EINVAL,
+	ok(ydoc_bool(fresh(), ydoc_get(root, "qt", NULL), "qt", true, &b) == -EINVAL,
 	   "a quoted \"true\" is no bool, even with yaml11");
 
-	ok(ydoc_int(&doc, ydoc_get(root, "i", NULL), "i", -100, 100, &v) == 0 && v == -12,
+	ok(ydoc_int(fresh(), ydoc_get(root, "i", NULL), "i", -100, 100, &v) == 0 && v == -12,
 	   "-12 is an integer");
-	ok(ydoc_int(&doc, ydoc_get(root, "i", NULL), "i", 0, 100, &v) == -EINVAL, "below min");
-	EQ_STR(err, "t.yaml:9:4: i: must be between 0 and 100, got -12", "the range message");
-	ok(ydoc_int(&doc, ydoc_get(root, "z", NULL), "z", 0, 100, &v) == -EINVAL,
+	ok(ydoc_int(fresh(), ydoc_get(root, "i", NULL), "i", 0, 100, &v) == -EINVAL, "below min");
+	EQ_STR(tap_msg(), "t.yaml:9:4: i: must be between 0 and 100, got -12", "the range message");
+	ok(ydoc_int(fresh(), ydoc_get(root, "z", NULL), "z", 0, 100, &v) == -EINVAL,
 	   "a leading zero is refused (octal or decimal is not guessed)");
-	EQ_STR(err, "t.yaml:10:4: z: expected an integer, got \"010\"", "the integer message");
-	ok(ydoc_int(&doc, ydoc_get(root, "big", NULL), "big", 0, 1000, &v) == -EINVAL &&
-	       strstr(err, "must be between 0 and 1000"),
-	   "a 24-digit number is out of range, not wrapped (%s)", err);
-	ok(ydoc_int(&doc, ydoc_get(root, "qt", NULL), "qt", 0, 1, &v) == -EINVAL,
+	EQ_STR(tap_msg(), "t.yaml:10:4: z: expected an integer, got \"010\"",
+	       "the integer message");
+	ok(ydoc_int(fresh(), ydoc_get(root, "big", NULL), "big", 0, 1000, &v) == -EINVAL &&
+	       strstr(tap_msg(), "must be between 0 and 1000"),
+	   "a 24-digit number is out of range, not wrapped (%s)", tap_msg());
+	ok(ydoc_int(fresh(), ydoc_get(root, "qt", NULL), "qt", 0, 1, &v) == -EINVAL,
 	   "a quoted scalar is no integer");
 
-	ok(ydoc_string(&doc, ydoc_get(root, "e", NULL), "e", 10, &s) == 0 && s && !*s,
+	ok(ydoc_string(fresh(), ydoc_get(root, "e", NULL), "e", 10, &s) == 0 && s && !*s,
 	   "an empty quoted string is a string");
-	ok(ydoc_string(&doc, ydoc_get(root, "q", NULL), "q", 3, &s) == -EINVAL, "over max");
-	EQ_STR(err, "t.yaml:5:4: q: longer than 3 characters", "the length message");
-	ok(ydoc_string(&doc, ydoc_get(root, "n1", NULL), "n1", 10, &s) == -EINVAL, "null");
-	EQ_STR(err, "t.yaml:1:5: n1: expected a string, got an empty value", "the null message");
-	ok(ydoc_string(&doc, ydoc_get(root, "l", NULL), "l", 10, &s) == -EINVAL, "a list");
-	EQ_STR(err, "t.yaml:13:4: l: expected a string, got a list", "the list message");
-	ok(ydoc_string(&doc, ydoc_get(root, "nul", NULL), "nul", 10, &s) == -EINVAL, "a NUL");
-	EQ_STR(err, "t.yaml:15:6: nul: contains a NUL character", "the NUL message");
+	ok(ydoc_string(fresh(), ydoc_get(root, "q", NULL), "q", 3, &s) == -EINVAL, "over max");
+	EQ_STR(tap_msg(), "t.yaml:5:4: q: longer than 3 characters", "the length message");
+	ok(ydoc_string(fresh(), ydoc_get(root, "n1", NULL), "n1", 10, &s) == -EINVAL, "null");
+	EQ_STR(tap_msg(), "t.yaml:1:5: n1: expected a string, got an empty value",
+	       "the null message");
+	ok(ydoc_string(fresh(), ydoc_get(root, "l", NULL), "l", 10, &s) == -EINVAL, "a list");
+	EQ_STR(tap_msg(), "t.yaml:13:4: l: expected a string, got a list", "the list message");
+	ok(ydoc_string(fresh(), ydoc_get(root, "nul", NULL), "nul", 10, &s) == -EINVAL, "a NUL");
+	EQ_STR(tap_msg(), "t.yaml:15:6: nul: contains a NUL character", "the NUL message");
 	ydoc_node_free(root);
 }
 
@@ -223,8 +231,8 @@ static void map_refused(const char *text, const char *msg, const char *what)
 {
 	struct ydoc_node *root = load(text);
 
-	ok(root && ydoc_map(&doc, root, "m") == -EINVAL, "%s: refused", what);
-	EQ_STR(err, msg, what);
+	ok(root && ydoc_map(fresh(), root, "m") == -EINVAL, "%s: refused", what);
+	EQ_STR(tap_msg(), msg, what);
 	ydoc_node_free(root);
 }
 
@@ -236,7 +244,7 @@ static void test_map(void)
 	size_t o = 0;
 
 	root = load("a: 1\nb: 2\n\"a\\0b\": 3\n\"a\\0c\": 4\n");
-	ok(root && ydoc_map(&doc, root, NULL) == 0, "distinct keys pass (NUL bytes count)");
+	ok(root && ydoc_map(fresh(), root, NULL) == 0, "distinct keys pass (NUL bytes count)");
 	ydoc_node_free(root);
 	map_refused("- a\n", "t.yaml:1:1: m: expected a mapping, got a list", "a list");
 	map_refused("? [a]\n: 1\n", "t.yaml:1:3: m: a mapping key must be a string, got a list",
@@ -257,15 +265,16 @@ static void test_map(void)
 	for (int i = 0; i < 60000; i++)
 		o += (size_t)sprintf(text + o, "k%d: v\n", i);
 	root = NULL;
-	ok(ydoc_load(&doc, text, o, &many, &root) == 0 && root && ydoc_map(&doc, root, NULL) == 0,
+	ok(ydoc_load(fresh(), text, o, &many, &root) == 0 && root &&
+	       ydoc_map(fresh(), root, NULL) == 0,
 	   "60,000 distinct keys pass");
 	ydoc_node_free(root);
 	o += (size_t)sprintf(text + o, "k0: again\n");
 	root = NULL;
-	ok(ydoc_load(&doc, text, o, &many, &root) == 0 && root &&
-	       ydoc_map(&doc, root, NULL) == -EINVAL,
+	ok(ydoc_load(fresh(), text, o, &many, &root) == 0 && root &&
+	       ydoc_map(fresh(), root, NULL) == -EINVAL,
 	   "a duplicate among 60,001 keys is found");
-	EQ_STR(err, "t.yaml:60001:1: duplicate key k0 (first at line 1, column 1)",
+	EQ_STR(tap_msg(), "t.yaml:60001:1: duplicate key k0 (first at line 1, column 1)",
 	       "and named at its place");
 	ydoc_node_free(root);
 	free(text);
@@ -278,5 +287,6 @@ int main(void)
 	test_messages();
 	test_values();
 	test_map();
+	tap_fresh();
 	return tap_done();
 }

@@ -19,6 +19,7 @@
 #include "verbs-internal.h"
 
 #include "../tap.h"
+#include "../tap-error.h"
 
 /* ---- fake verbs ---------------------------------------------------------------- */
 
@@ -311,7 +312,6 @@ static void test_netns_parse(void)
 	enum disc_netns_mode mode;
 	struct msgbuf m = {};
 	struct nlmsghdr *h;
-	char err[256];
 	uint8_t one = 1, zero = 0;
 	uint64_t cap = 0;
 	int r;
@@ -319,7 +319,7 @@ static void test_netns_parse(void)
 	h = msg_begin(&m, SYS_GET, 7);
 	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
 	mode = DISC_NETNS_UNKNOWN;
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, err, sizeof(err)) == 0 &&
+	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == 0 &&
 	       mode == DISC_NETNS_SHARED,
 	   "mode 1 is shared");
 
@@ -333,7 +333,7 @@ static void test_netns_parse(void)
 	memset(m.b + m.len, 0, sizeof(struct nlmsgerr));
 	m.len += sizeof(struct nlmsgerr);
 	h->nlmsg_len += sizeof(struct nlmsgerr);
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, err, sizeof(err)) == 0 &&
+	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == 0 &&
 	       mode == DISC_NETNS_EXCLUSIVE,
 	   "mode 0 is exclusive, found among other attributes, ACK behind it");
 
@@ -346,48 +346,48 @@ static void test_netns_parse(void)
 		m.len += sizeof(e);
 		h->nlmsg_len += sizeof(e);
 	}
-	r = disc_rdma_netns_parse(m.b, m.len, 9, &mode, err, sizeof(err));
-	ok(r == -EOPNOTSUPP && strstr(err, "refused RDMA_NLDEV_CMD_SYS_GET"),
-	   "an NLMSG_ERROR answer gives its errno and a reason (r=%d \"%s\")", r, err);
+	r = disc_rdma_netns_parse(m.b, m.len, 9, &mode, tap_fresh());
+	ok(r == -EOPNOTSUPP && strstr(tap_msg(), "refused RDMA_NLDEV_CMD_SYS_GET"),
+	   "an NLMSG_ERROR answer gives its errno and a reason (r=%d \"%s\")", r, tap_msg());
 
 	m.len = 0;
 	h = msg_begin(&m, SYS_GET, 7);
 	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
-	r = disc_rdma_netns_parse(m.b, m.len, 8, &mode, err, sizeof(err));
-	ok(r == -EBADMSG && strstr(err, "no RDMA_NLDEV_SYS_ATTR_NETNS_MODE"),
-	   "an answer to another sequence number is ignored (\"%s\")", err);
+	r = disc_rdma_netns_parse(m.b, m.len, 8, &mode, tap_fresh());
+	ok(r == -EBADMSG && strstr(tap_msg(), "no RDMA_NLDEV_SYS_ATTR_NETNS_MODE"),
+	   "an answer to another sequence number is ignored (\"%s\")", tap_msg());
 
 	m.len = 0;
 	h = msg_begin(&m, SYS_GET, 7);
 	attr(&m, h, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, &one, 1);
-	r = disc_rdma_netns_parse(m.b, m.len, 7, &mode, err, sizeof(err));
-	ok(r == -EBADMSG && strstr(err, "no RDMA_NLDEV_SYS_ATTR_NETNS_MODE"),
+	r = disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh());
+	ok(r == -EBADMSG && strstr(tap_msg(), "no RDMA_NLDEV_SYS_ATTR_NETNS_MODE"),
 	   "an answer without the mode (old kernel) is -EBADMSG naming the attribute");
 
-	ok(disc_rdma_netns_parse(m.b, 10, 7, &mode, err, sizeof(err)) == -EBADMSG &&
-	       strstr(err, "truncated"),
+	ok(disc_rdma_netns_parse(m.b, 10, 7, &mode, tap_fresh()) == -EBADMSG &&
+	       strstr(tap_msg(), "truncated"),
 	   "a truncated header is refused");
 
 	m.len = 0;
 	h = msg_begin(&m, SYS_GET, 7);
 	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
 	h->nlmsg_len = 4096;
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, err, sizeof(err)) == -EBADMSG &&
-	       strstr(err, "out of bounds"),
+	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == -EBADMSG &&
+	       strstr(tap_msg(), "out of bounds"),
 	   "a message longer than the buffer is refused");
 
 	m.len = 0;
 	h = msg_begin(&m, SYS_GET, 7);
 	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
 	((struct nlattr *)(void *)(m.b + NLMSG_HDRLEN))->nla_len = 200;
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, err, sizeof(err)) == -EBADMSG &&
-	       strstr(err, "malformed"),
+	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == -EBADMSG &&
+	       strstr(tap_msg(), "malformed"),
 	   "an attribute longer than its message is refused");
 
 	m.len = 0;
 	h = msg_begin(&m, SYS_GET, 7);
 	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 0);
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, err, sizeof(err)) == -EBADMSG,
+	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == -EBADMSG,
 	   "a mode attribute without its byte is refused");
 
 	ok(strcmp(disc_netns_mode_name(DISC_NETNS_SHARED), "shared") == 0 &&
@@ -403,7 +403,6 @@ static void test_real(void)
 	struct disc_verbs_report *r = NULL;
 	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
 	struct stat st;
-	char err[256] = "";
 	int fd, rr;
 
 	if (stat("/sys/class/infiniband", &st) == 0) {
@@ -421,15 +420,15 @@ static void test_real(void)
 
 	/* What the kernel says about NETLINK_RDMA, asked independently. */
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
-	rr = disc_rdma_netns_mode(&mode, err, sizeof(err));
+	rr = disc_rdma_netns_mode(&mode, tap_fresh());
 	if (fd < 0 && errno == EPROTONOSUPPORT)
 		ok(rr == -EPROTONOSUPPORT && mode == DISC_NETNS_UNKNOWN &&
-		       strstr(err, "the kernel has no RDMA netlink"),
-		   "no NETLINK_RDMA in this kernel: -EPROTONOSUPPORT, \"%s\"", err);
+		       strstr(tap_msg(), "the kernel has no RDMA netlink"),
+		   "no NETLINK_RDMA in this kernel: -EPROTONOSUPPORT, \"%s\"", tap_msg());
 	else
-		ok(rr == 0 ? mode != DISC_NETNS_UNKNOWN : err[0] != '\0',
+		ok(rr == 0 ? mode != DISC_NETNS_UNKNOWN : tap_e != NULL,
 		   "NETLINK_RDMA answers a mode or a reason (r=%d mode %s \"%s\")", rr,
-		   disc_netns_mode_name(mode), err);
+		   disc_netns_mode_name(mode), tap_msg());
 	if (fd >= 0)
 		close(fd);
 }
@@ -440,5 +439,6 @@ int main(void)
 	test_steps();
 	test_netns_parse();
 	test_real();
+	tap_fresh();
 	return tap_done();
 }

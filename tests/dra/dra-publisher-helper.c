@@ -74,10 +74,9 @@ static cJSON *scanned(struct helper *h, const char *sys, const char *dev)
 	struct cfg_assignment *a = NULL;
 	struct dra_inventory *inv = NULL;
 	cJSON *devs = NULL;
-	char err[256];
 
 	if (disc_scan(&o, &node) == 0 && cfg_default(&cfg) == 0 &&
-	    cfg_assign(cfg, node, &a, err, sizeof(err)) == 0 &&
+	    cfg_assign(cfg, node, &a, NULL) == 0 &&
 	    dra_inventory_build(node, cfg, a, "rdma.example/hca", &inv) == 0)
 		devs = dra_slice_devices(inv, h->driver);
 	dra_inventory_free(inv);

@@ -72,13 +72,13 @@ static __attribute__((unused)) struct dra_inventory *inventory_of(const struct d
 								  struct cfg_assignment **ret_a)
 {
 	struct dra_inventory *inv;
-	char err[512] = "";
+	struct rc_error *err = NULL;
 
-	if ((yaml ? cfg_parse(yaml, strlen(yaml), "test.yaml", ret_cfg, err, sizeof(err))
+	if ((yaml ? cfg_parse(yaml, strlen(yaml), "test.yaml", ret_cfg, &err)
 		  : cfg_default(ret_cfg)) < 0 ||
-	    cfg_assign(*ret_cfg, node, ret_a, err, sizeof(err)) < 0 ||
+	    cfg_assign(*ret_cfg, node, ret_a, &err) < 0 ||
 	    dra_inventory_build(node, *ret_cfg, *ret_a, "rdma.example/hca", &inv) < 0) {
-		printf("Bail out! inventory: %s\n", err);
+		printf("Bail out! inventory: %s\n", rc_error_msg(err, -EINVAL));
 		exit(1);
 	}
 	return inv;

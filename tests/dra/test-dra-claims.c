@@ -9,6 +9,7 @@
 
 #include "cdi.h"
 #include "../tap.h"
+#include "../tap-error.h"
 #include "claims-fixture.h"
 
 #define UID "0b5e3c1a-7f2d-4e6b-9a1c-2d3e4f5a6b7c"
@@ -399,7 +400,7 @@ static void test_prepare_one(const struct fixture *f)
 {
 	struct dra_result r[] = {res("nic", "pci-0000-3b-00-0", false)};
 	struct dra_prepared_claim *p;
-	char err[512], verr[512];
+	char err[512];
 	cJSON *spec;
 	int ret;
 
@@ -432,9 +433,9 @@ static void test_prepare_one(const struct fixture *f)
 	EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(spec, "devices")), 1,
 	       "spec has one device");
 	EQ_STR(env_of(spec), "RDMA_CDI_DEVICES=mlx5_2", "env without ncclEnv: the RDMA name only");
-	ret = cdi_spec_validate(spec, verr, sizeof(verr));
+	ret = cdi_spec_validate(spec, tap_fresh());
 	if (!ok(ret == 0, "spec passes cdi_spec_validate"))
-		printf("#   %s\n", verr);
+		printf("#   %s\n", tap_msg());
 	dra_prepared_claim_free(p);
 	cJSON_Delete(spec);
 }
@@ -727,7 +728,7 @@ static void test_nccl_env(const struct fixture *f)
 	struct dra_result mixed[] = {res("a", "pci-0000-5e-00-0", false),
 				     res("b", "pci-0000-d8-00-0", true)};
 	struct dra_prepared_claim *p;
-	char err[512], verr[512];
+	char err[512];
 	cJSON *spec;
 	int ret;
 
@@ -739,7 +740,7 @@ static void test_nccl_env(const struct fixture *f)
 	       "RDMA_CDI_DEVICES=mlx5_3,mlx5_5|NCCL_IB_HCA==mlx5_3,mlx5_5|"
 	       "UCX_NET_DEVICES=mlx5_3:1,mlx5_5:1,mlx5_5:2",
 	       "ncclEnv: NCCL's exact-match form and every ACTIVE port");
-	ok(cdi_spec_validate(spec, verr, sizeof(verr)) == 0, "ncclEnv spec valid");
+	ok(cdi_spec_validate(spec, tap_fresh()) == 0, "ncclEnv spec valid (%s)", tap_msg());
 	dra_prepared_claim_free(p);
 	cJSON_Delete(spec);
 

@@ -14,6 +14,7 @@
 
 #include "kube-internal.h"
 #include "tap.h"
+#include "tap-error.h"
 
 #define PEM "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
 /* base64 of PEM */
@@ -22,7 +23,6 @@
 	"RklDQVRFLS0tLS0K"
 
 static char dir[] = "/tmp/test-kube-config-XXXXXX";
-static char err[1024];
 
 static void put(const char *name, const char *text)
 {
@@ -54,14 +54,14 @@ static int load_text(const char *cluster, const char *user, struct kube_config *
 		 cluster, user);
 	put("config", text);
 	snprintf(path, sizeof(path), "%s/config", dir);
-	return kube_config_load(path, ret, err, sizeof(err));
+	return kube_config_load(path, ret, tap_fresh());
 }
 
 static bool has(const char *needle)
 {
-	if (strstr(err, needle))
+	if (strstr(tap_msg(), needle))
 		return true;
-	printf("#   error: %s\n#   wanted: %s\n", err, needle);
+	printf("#   error: %s\n#   wanted: %s\n", tap_msg(), needle);
 	return false;
 }
 
@@ -71,7 +71,7 @@ static void refused(const char *cluster, const char *user, int want, const char 
 	struct kube_config *c = NULL;
 	int r = load_text(cluster, user, &c);
 
-	ok(r == want && c == NULL && has(needle) && !strchr(err, '\n'), "%s", what);
+	ok(r == want && c == NULL && has(needle) && !strchr(tap_msg(), '\n'), "%s", what);
 	if (r != want)
 		printf("#   r = %d\n", r);
 	kube_config_free(c);
@@ -80,7 +80,7 @@ static void refused(const char *cluster, const char *user, int want, const char 
 static void refused_raw(const char *text, int want, const char *needle, const char *what)
 {
 	struct kube_config *c = NULL;
-	int r = kube_config_parse(text, strlen(text), "/k/config", &c, err, sizeof(err));
+	int r = kube_config_parse(text, strlen(text), "/k/config", &c, tap_fresh());
 
 	ok(r == want && c == NULL && has(needle), "%s", what);
 	if (r != want)
@@ -96,7 +96,7 @@ static void test_good(void)
 
 	r = load_text("    server: https://10.0.0.1:6443/\n    certificate-authority: ca.crt\n",
 		      "    token: ' abc.def-ghi '\n", &c);
-	ok(r == 0 && c, "a kubeconfig with a relative CA file and a token loads (%s)", err);
+	ok(r == 0 && c, "a kubeconfig with a relative CA file and a token loads (%s)", tap_msg());
 	if (c) {
 		EQ_STR(c->server, "https://10.0.0.1:6443", "server, trailing slash stripped");
 		snprintf(want, sizeof(want), "%s/ca.crt", dir);
@@ -113,7 +113,7 @@ static void test_good(void)
 	r = load_text("    server: https://[fd00::1]:443\n    certificate-authority-data: " PEM_B64
 		      "\n    insecure-skip-tls-verify: false\n",
 		      "    tokenFile: sub/token\n", &c);
-	ok(r == 0 && c, "CA data and a relative tokenFile load (%s)", err);
+	ok(r == 0 && c, "CA data and a relative tokenFile load (%s)", tap_msg());
 	if (c) {
 		ok(c->ca_data && c->ca_len == strlen(PEM) && !memcmp(c->ca_data, PEM, c->ca_len),
 		   "certificate-authority-data is decoded");
@@ -142,7 +142,7 @@ static void test_good(void)
 	r = load_text("    server: !!str https://h:1\n    certificate-authority-data: " PEM_B64
 		      "\n    insecure-skip-tls-verify: no\n",
 		      "    token: t\n", &c);
-	ok(r == 0 && c, "a YAML 1.1 \"no\" and an explicit !!str tag load (%s)", err);
+	ok(r == 0 && c, "a YAML 1.1 \"no\" and an explicit !!str tag load (%s)", tap_msg());
 	if (c)
 		EQ_STR(c->server, "https://h:1", "the tagged server is read as its text");
 	kube_config_free(c);
@@ -247,10 +247,10 @@ static void test_refusals(void)
 		    "/k/config:4:12: contexts[0].context: expected a mapping, got a list",
 		    "a context that is not a mapping");
 
-	r = kube_config_load("/nonexistent/kubeconfig", &c, err, sizeof(err));
+	r = kube_config_load("/nonexistent/kubeconfig", &c, tap_fresh());
 	ok(r == -ENOENT && c == NULL && has("/nonexistent/kubeconfig: No such file"),
 	   "a missing kubeconfig is -ENOENT with the path");
-	r = kube_config_load(dir, &c, err, sizeof(err));
+	r = kube_config_load(dir, &c, tap_fresh());
 	ok(r == -EINVAL && has("not a regular file"), "a directory is not a kubeconfig");
 	snprintf(path, sizeof(path), "%s/big", dir);
 	r = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -259,7 +259,7 @@ static void test_refusals(void)
 			perror("ftruncate");
 		close(r);
 	}
-	r = kube_config_load(path, &c, err, sizeof(err));
+	r = kube_config_load(path, &c, tap_fresh());
 	ok(r == -EINVAL && has("larger than"), "an oversized kubeconfig is refused");
 }
 
@@ -276,14 +276,14 @@ static void test_in_cluster(void)
 
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("KUBERNETES_SERVICE_PORT");
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == -ENOENT && !c && has("KUBERNETES_SERVICE_HOST"),
 	   "without the env it is -ENOENT, naming the variables");
 
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
-	ok(r == 0 && c, "in-cluster config (%s)", err);
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
+	ok(r == 0 && c, "in-cluster config (%s)", tap_msg());
 	if (c) {
 		EQ_STR(c->server, "https://10.96.0.1:443", "server from the env");
 		snprintf(want, sizeof(want), "%s/token", sa);
@@ -297,33 +297,33 @@ static void test_in_cluster(void)
 	c = NULL;
 
 	setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == 0 && c && !strcmp(c->server, "https://[fd00:10:96::1]:443"),
 	   "an IPv6 service host is bracketed");
 	kube_config_free(c);
 	c = NULL;
 
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1/evil", 1);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == -EINVAL && has("KUBERNETES_SERVICE_HOST"), "a host with a slash is refused");
 	setenv("KUBERNETES_SERVICE_HOST", "fd00::zz", 1);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == -EINVAL, "a broken IPv6 address is refused");
 	setenv("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "65536", 1);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == -EINVAL && has("KUBERNETES_SERVICE_PORT: \"65536\" is not a port"),
 	   "a port out of range is refused");
 	setenv("KUBERNETES_SERVICE_PORT", "https", 1);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == -EINVAL, "a port that is not a number is refused");
 	setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
 
-	r = kube_config_in_cluster("/nonexistent-sa", &c, err, sizeof(err));
+	r = kube_config_in_cluster("/nonexistent-sa", &c, tap_fresh());
 	ok(r == -ENOENT && has("/nonexistent-sa/token"), "a missing token is -ENOENT");
 	snprintf(want, sizeof(want), "%s/ca.crt", sa);
 	unlink(want);
-	r = kube_config_in_cluster(sa, &c, err, sizeof(err));
+	r = kube_config_in_cluster(sa, &c, tap_fresh());
 	ok(r == -ENOENT && has("ca.crt: No such file"), "a missing ca.crt is -ENOENT");
 	put("sa/ca.crt", PEM);
 }
@@ -349,5 +349,6 @@ int main(void)
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	if (system(p) != 0)
 		printf("# could not remove %s\n", dir);
+	tap_fresh();
 	return tap_done();
 }

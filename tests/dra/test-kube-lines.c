@@ -9,6 +9,7 @@
 
 #include "kube-internal.h"
 #include "tap.h"
+#include "tap-error.h"
 
 static void test_split(void)
 {
@@ -83,39 +84,37 @@ static void test_events(void)
 	const char *type;
 	const cJSON *obj;
 	cJSON *root = NULL;
-	char err[200];
 	const char *good = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"s\"}}}";
 
-	ok(kube_event_parse(good, strlen(good), &root, &type, &obj, err, sizeof(err)) == 0 &&
+	ok(kube_event_parse(good, strlen(good), &root, &type, &obj, tap_fresh()) == 0 &&
 	       !strcmp(type, "MODIFIED") && cJSON_IsObject(cJSON_GetObjectItem(obj, "metadata")),
 	   "an event parses");
 	cJSON_Delete(root);
 	ok(kube_event_parse("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}",
 			    strlen("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\"}}"), &root,
-			    &type, &obj, err, sizeof(err)) == 0 &&
+			    &type, &obj, tap_fresh()) == 0 &&
 	       !strcmp(type, "ERROR"),
 	   "an ERROR event parses (the caller reads the Status)");
 	cJSON_Delete(root);
-	ok(kube_event_parse("nope", strlen("nope"), &root, &type, &obj, err, sizeof(err)) ==
-		   -EBADMSG &&
-	       strstr(err, "not JSON"),
+	ok(kube_event_parse("nope", strlen("nope"), &root, &type, &obj, tap_fresh()) == -EBADMSG &&
+	       strstr(tap_msg(), "not JSON"),
 	   "not JSON: -EBADMSG");
-	ok(kube_event_parse("[1]", strlen("[1]"), &root, &type, &obj, err, sizeof(err)) == -EBADMSG,
+	ok(kube_event_parse("[1]", strlen("[1]"), &root, &type, &obj, tap_fresh()) == -EBADMSG,
 	   "an array is not an event");
 	ok(kube_event_parse("{\"type\":\"ADDED\"}", strlen("{\"type\":\"ADDED\"}"), &root, &type,
-			    &obj, err, sizeof(err)) == -EBADMSG,
+			    &obj, tap_fresh()) == -EBADMSG,
 	   "an event without object is refused");
 	ok(kube_event_parse("{\"type\":\"ADDED\",\"object\":3}",
-			    strlen("{\"type\":\"ADDED\",\"object\":3}"), &root, &type, &obj, err,
-			    sizeof(err)) == -EBADMSG,
+			    strlen("{\"type\":\"ADDED\",\"object\":3}"), &root, &type, &obj,
+			    tap_fresh()) == -EBADMSG,
 	   "an event whose object is not an object is refused");
 	ok(kube_event_parse("{\"type\":\"EXPLODED\",\"object\":{}}",
 			    strlen("{\"type\":\"EXPLODED\",\"object\":{}}"), &root, &type, &obj,
-			    err, sizeof(err)) == -EBADMSG &&
-	       strstr(err, "unknown type"),
+			    tap_fresh()) == -EBADMSG &&
+	       strstr(tap_msg(), "unknown type"),
 	   "an event of unknown type is refused");
-	ok(kube_event_parse("{\"type\":\"ADDED\",\"object\":{}}xx", 28, &root, &type, &obj, err,
-			    sizeof(err)) == 0,
+	ok(kube_event_parse("{\"type\":\"ADDED\",\"object\":{}}xx", 28, &root, &type, &obj,
+			    tap_fresh()) == 0,
 	   "parsing stops at the given length");
 	cJSON_Delete(root);
 }
@@ -142,5 +141,6 @@ int main(void)
 	test_split();
 	test_events();
 	test_tokens();
+	tap_fresh();
 	return tap_done();
 }

@@ -14,7 +14,7 @@ static void round_trip(const cJSON *spec, enum cdi_format fmt)
 {
 	_cleanup_(cJSON_Deletep) cJSON *back = NULL;
 	_cleanup_free_ char *text = NULL;
-	char err[256];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	size_t len;
 	int r;
 
@@ -22,39 +22,37 @@ static void round_trip(const cJSON *spec, enum cdi_format fmt)
 	if (r == -ENOMEM)
 		return;
 	fuzz_assert(r == 0 && strlen(text) == len);
-	r = cdi_spec_parse(text, len, fmt, &back, err, sizeof(err));
+	r = cdi_spec_parse(text, len, fmt, &back, &err);
 	if (r != 0)
 		fprintf(stderr, "%s output does not parse: %s\n%s\n",
-			fmt == CDI_FORMAT_JSON ? "JSON" : "YAML", err, text);
+			fmt == CDI_FORMAT_JSON ? "JSON" : "YAML", rc_error_msg(err, r), text);
 	fuzz_assert(r == 0);
 	if (!cJSON_Compare(spec, back, true))
 		fprintf(stderr, "%s round trip changed the spec:\n%s\n",
 			fmt == CDI_FORMAT_JSON ? "JSON" : "YAML", text);
 	fuzz_assert(cJSON_Compare(spec, back, true));
-	fuzz_assert(cdi_spec_validate(back, NULL, 0) == 0);
+	fuzz_assert(cdi_spec_validate(back, NULL) == 0);
 }
 
 static void check(const uint8_t *data, size_t size, enum cdi_format fmt)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
-	memset(err, 'x', sizeof(err));
-	r = cdi_spec_parse((const char *)data, size, fmt, &spec, err, sizeof(err));
+	r = cdi_spec_parse((const char *)data, size, fmt, &spec, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EBADMSG || r == -EFBIG || r == -ENOMEM);
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err) && !strchr(err, '\n'));
+		fuzz_assert(r == -ENOMEM || (err && err->code == -r && !strchr(err->msg, '\n')));
 		return;
 	}
-	fuzz_assert(spec);
+	fuzz_assert(spec && !err);
 	(void)cdi_min_version(spec);
-	memset(err, 'x', sizeof(err));
-	r = cdi_spec_validate(spec, err, sizeof(err));
+	r = cdi_spec_validate(spec, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EINVAL || r == -ENOMEM);
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err) && err[0] &&
-			    !strchr(err, '\n'));
+		fuzz_assert(r == -ENOMEM ||
+			    (err && err->code == EINVAL && !strchr(err->msg, '\n')));
 		return;
 	}
 	round_trip(spec, CDI_FORMAT_JSON);

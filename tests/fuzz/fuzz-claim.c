@@ -75,7 +75,7 @@ static void prepare(const struct fixture *f, const char *uid, const struct dra_r
 		return;
 	}
 	fuzz_assert(r == 0 && p && spec && p->n_devices >= 1 && p->n_devices <= n);
-	fuzz_assert(cdi_spec_validate(spec, NULL, 0) == 0);
+	fuzz_assert(cdi_spec_validate(spec, NULL) == 0);
 	want = strdup_printf(DRIVER "/claim=%s", uid);
 	for (size_t i = 0; i < p->n_devices; i++) {
 		fuzz_assert(p->devices[i].n_cdi_ids == 2 && p->devices[i].n_requests >= 1);

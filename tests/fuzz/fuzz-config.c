@@ -17,16 +17,16 @@ static struct disc_node *nodes[2];
 static void check_assign(const struct cfg *c, const struct disc_node *node)
 {
 	_cleanup_(cfg_assignment_freep) struct cfg_assignment *a = NULL;
-	char err[512] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	char *text = NULL;
 	size_t len = 0, total = 0;
 	FILE *out;
 	int r;
 
-	r = cfg_assign(c, node, &a, err, sizeof(err));
+	r = cfg_assign(c, node, &a, &err);
 	if (r < 0) {
 		fuzz_assert(r == -E2BIG || r == -ENOMEM);
-		fuzz_assert(r != -E2BIG || (err[0] && !strchr(err, '\n')));
+		fuzz_assert(err && err->code == -r && !strchr(err->msg, '\n'));
 		return;
 	}
 	fuzz_assert(a->n_devices == node->n_devices && a->n_pools == c->n_pools);
@@ -45,7 +45,7 @@ static void check_assign(const struct cfg *c, const struct disc_node *node)
 	out = open_memstream(&text, &len);
 	if (!out)
 		abort();
-	r = cfg_report(c, node, out, err, sizeof(err));
+	r = cfg_report(c, node, out, &err);
 	fclose(out);
 	fuzz_assert(r == 0 || r == -ENOMEM);
 	free(text);
@@ -54,20 +54,19 @@ static void check_assign(const struct cfg *c, const struct disc_node *node)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	_cleanup_(cfg_freep) struct cfg *c = NULL;
-	char err[512];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int r;
 
 	if (!nodes[0]) {
 		nodes[0] = fuzz_fixture_node("dgx");
 		nodes[1] = fuzz_fixture_node("sriov");
 	}
-	memset(err, 'x', sizeof(err));
-	r = cfg_parse((const char *)data, size, "fuzz.yaml", &c, err, sizeof(err));
+	r = cfg_parse((const char *)data, size, "fuzz.yaml", &c, &err);
 	if (r < 0) {
 		fuzz_assert(r == -EBADMSG || r == -EINVAL || r == -EFBIG || r == -ENOMEM);
 		/* The reason names the file and is one line. */
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err));
-		fuzz_assert(!strncmp(err, "fuzz.yaml", 9) && !strchr(err, '\n'));
+		fuzz_assert(err && err->code == -r);
+		fuzz_assert(!strncmp(err->msg, "fuzz.yaml", 9) && !strchr(err->msg, '\n'));
 		fuzz_assert(!c);
 		return 0;
 	}

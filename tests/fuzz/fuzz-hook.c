@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t alen = nl ? (size_t)(nl - (const char *)data) : size;
 	_cleanup_free_ char *arg = strndup((const char *)data, alen);
 	struct hook_state st;
-	char err[256], lim[32];
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	char lim[32];
 	rlim_t target = 12345;
 	int r;
 
@@ -56,16 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!nl)
 		return 0;
-	memset(err, 'x', sizeof(err));
-	r = hook_parse_state(nl + 1, size - alen - 1, &st, err, sizeof(err));
+	r = hook_parse_state(nl + 1, size - alen - 1, &st, &err);
 	if (r == 0) {
 		/* Never the init of the runtime's pid namespace, never a negative pid. */
 		fuzz_assert(st.pid >= 2);
 		fuzz_assert(!st.id[0] || name_is_safe(st.id, HOOK_ID_MAX));
 	} else {
 		fuzz_assert(r == -EINVAL || r == -EBADMSG || r == -ENOMEM);
-		fuzz_assert(strnlen(err, sizeof(err)) < sizeof(err) && err[0] &&
-			    !strchr(err, '\n'));
+		fuzz_assert(r == -ENOMEM || (err && err->code == -r && !strchr(err->msg, '\n')));
 	}
 	return 0;
 }

@@ -20,13 +20,13 @@ static void check_line(const char *line, size_t len, size_t max)
 	cJSON *root = (cJSON *)&root;
 	const cJSON *obj = NULL;
 	const char *type = NULL;
-	char err[200] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	bool known = false;
 
 	fuzz_assert(len > 0 && len <= max);
 	fuzz_assert(!memchr(line, '\n', len));
-	if (kube_event_parse(line, len, &root, &type, &obj, err, sizeof(err)) < 0) {
-		fuzz_assert(root == (cJSON *)&root && err[0] && !strchr(err, '\n'));
+	if (kube_event_parse(line, len, &root, &type, &obj, &err) < 0) {
+		fuzz_assert(root == (cJSON *)&root && err && !strchr(err->msg, '\n'));
 		return;
 	}
 	for (size_t i = 0; i < sizeof(types) / sizeof(*types); i++)

@@ -15,16 +15,15 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kube_config *c = (struct kube_config *)&c; /* must stay untouched on error */
-	char err[1024] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	size_t start, len, n;
 	int r;
 
-	r = kube_config_parse((const char *)data, size, "/nonexistent-fuzz/kubeconfig", &c, err,
-			      sizeof(err));
+	r = kube_config_parse((const char *)data, size, "/nonexistent-fuzz/kubeconfig", &c, &err);
 	if (r < 0) {
 		fuzz_assert(c == (struct kube_config *)&c);
-		fuzz_assert(r == -ENOMEM || (err[0] && !strchr(err, '\n')));
-		fuzz_assert(!strncmp(err, "/nonexistent-fuzz/kubeconfig", 28) || r == -ENOMEM);
+		fuzz_assert(r == -ENOMEM || (err && err->code == -r && !strchr(err->msg, '\n')));
+		fuzz_assert(r == -ENOMEM || !strncmp(err->msg, "/nonexistent-fuzz/kubeconfig", 28));
 		return 0;
 	}
 	fuzz_assert(r == 0 && c);

@@ -11,29 +11,28 @@
 #include "hooks.h"
 
 #include "../tap.h"
+#include "../tap-error.h"
 
 /* Parses s; on failure checks that the message contains want_err. */
 static void state_bad(const char *s, size_t len, const char *want_err)
 {
 	struct hook_state st = {.pid = -42};
-	char err[256] = "";
 	int r;
 
-	r = hook_parse_state(s, len, &st, err, sizeof(err));
-	ok(r < 0 && strstr(err, want_err) && st.pid == -42 && !strchr(err, '\n'),
-	   "state %.40s... rejected with \"%s\" (got r=%d \"%s\")", s, want_err, r, err);
+	r = hook_parse_state(s, len, &st, tap_fresh());
+	ok(r < 0 && strstr(tap_msg(), want_err) && st.pid == -42 && !strchr(tap_msg(), '\n'),
+	   "state %.40s... rejected with \"%s\" (got r=%d \"%s\")", s, want_err, r, tap_msg());
 }
 
 static void state_good(const char *s, pid_t want_pid, const char *want_id)
 {
 	struct hook_state st;
-	char err[256] = "";
 	int r;
 
-	r = hook_parse_state(s, strlen(s), &st, err, sizeof(err));
+	r = hook_parse_state(s, strlen(s), &st, tap_fresh());
 	ok(r == 0 && st.pid == want_pid && strcmp(st.id, want_id) == 0,
 	   "state %.60s -> pid %d id '%s' (got r=%d pid %d id '%s' err \"%s\")", s, (int)want_pid,
-	   want_id, r, r == 0 ? (int)st.pid : 0, r == 0 ? st.id : "", err);
+	   want_id, r, r == 0 ? (int)st.pid : 0, r == 0 ? st.id : "", tap_msg());
 }
 
 static void test_state(void)
@@ -197,5 +196,6 @@ int main(void)
 	test_memlock();
 	test_plan();
 	test_format();
+	tap_fresh();
 	return tap_done();
 }

@@ -80,7 +80,6 @@ static void test_basic(void)
 	struct spec_options opts = {.dev_root = "/tmp/fake-dev", .hook_path = "/opt/hook"};
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	const cJSON *d, *hooks, *args, *n;
-	char err[256];
 
 	set_dev(&devs[0], "mlx5_0", "0000:0c:00.0", 0, &ports[0]);
 	set_dev(&devs[1], "mlx5_1", "0000:0d:00.0", -1, &ports[1]); /* no uverbs: left out */
@@ -92,8 +91,7 @@ static void test_basic(void)
 	ok(spec_build(&node, &opts, &spec) == 0, "spec_build(&node, &opts, &spec) == 0");
 	if (!spec)
 		return;
-	ok(cdi_spec_validate(spec, err, sizeof(err)) == 0,
-	   "cdi_spec_validate(spec, err, sizeof(err)) == 0");
+	ok(cdi_spec_validate(spec, NULL) == 0, "cdi_spec_validate(spec, NULL) == 0");
 	ok(strcmp(cJSON_GetObjectItem(spec, "cdiVersion")->valuestring, "0.5.0") == 0,
 	   "strcmp(cJSON_GetObjectItem(spec, \"cdiVersion\")->valuestring, \"0.5.0\") == 0");
 	ok(strcmp(cJSON_GetObjectItem(spec, "kind")->valuestring, SPEC_DEFAULT_KIND) == 0,
