@@ -235,13 +235,6 @@ enum disc_netns_mode {
 	DISC_NETNS_EXCLUSIVE, /* a device is visible only in the netns it was moved to */
 };
 
-/*
- * The RDMA subsystem's network namespace mode, as `rdma system` shows it: asks the kernel
- * over NETLINK_RDMA (RDMA_NLDEV_CMD_SYS_GET). On failure returns -errno with a one-line
- * reason in err (-EPROTONOSUPPORT: the kernel has no RDMA netlink; -EBADMSG: an answer
- * without the mode attribute). Does not log.
- */
-int disc_rdma_netns_mode(enum disc_netns_mode *ret_mode, struct rc_error **err);
 /* "shared", "exclusive", "unknown". */
 const char *disc_netns_mode_name(enum disc_netns_mode mode);
 

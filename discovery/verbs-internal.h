@@ -35,10 +35,3 @@ struct disc_verbs_ops {
 int disc_verbs_probe_ops(const struct disc_verbs_ops *ops, size_t mr_size,
 			 struct disc_verbs_report **ret);
 
-/*
- * Parses the kernel's answer to RDMA_NLDEV_CMD_SYS_GET (len bytes of netlink messages)
- * for sequence number seq: the mode, or -errno of an NLMSG_ERROR, or -EBADMSG with a
- * reason in err for a truncated or malformed answer or one without the mode.
- */
-int disc_rdma_netns_parse(const void *buf, size_t len, uint32_t seq, enum disc_netns_mode *ret_mode,
-			  struct rc_error **err);

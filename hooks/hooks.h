@@ -53,3 +53,43 @@ enum hook_plan {
  */
 enum hook_plan hook_memlock_plan(const struct rlimit *cur, rlim_t target, bool fallback,
 				 struct rlimit *ret_new);
+
+/* ---- --netns-move DEV: the device into the container's network namespace (hook-netns.c) */
+
+#include "discovery.h"
+#include "rc-error.h"
+
+/* What was found about one device and the container. */
+struct hook_netns_facts {
+	bool same_netns;	   /* the container shares the hook's (the host's) namespace */
+	enum disc_netns_mode mode; /* the kernel's RDMA netns mode */
+	bool here;		   /* the device is visible in the hook's namespace */
+	bool there;		   /* ... in the container's */
+};
+
+enum hook_netns_verdict {
+	HOOK_NETNS_HOST_NS, /* nothing to move: the container uses the host's namespace */
+	HOOK_NETNS_MOVE,    /* move it */
+	HOOK_NETNS_ALREADY, /* already there: a container restarted in place */
+	HOOK_NETNS_SHARED,  /* the shared mode: the kernel moves no RDMA device */
+	HOOK_NETNS_GONE,    /* visible nowhere: unplugged or unregistered */
+};
+
+/* The decision, from the facts alone (pure). */
+enum hook_netns_verdict hook_netns_plan(const struct hook_netns_facts *f);
+
+/* The fix to print for a refused move: the mode, or the kernel's answer (-errno). */
+const char *hook_netns_fix(enum disc_netns_mode mode, int kernel_error);
+
+/* Opens pid's network namespace: 0 with *ret_fd, or -errno with err naming the pid. */
+int hook_netns_open(pid_t pid, int *ret_fd, struct rc_error **err);
+
+/*
+ * Gathers the facts for dev and acts on the verdict (*ret_verdict): 0 when the device is
+ * (or stays) where the container can use it, -errno with err naming the device, the mode
+ * and the fix when it is not. With roce, the port's netdev must be in the container's
+ * namespace too. Does not log.
+ */
+int hook_netns_move(int nsfd, const char *dev, bool roce, enum hook_netns_verdict *ret_verdict,
+		    struct rc_error **err);
+

@@ -8,9 +8,14 @@
  * container process with both runc and crun, and the process has not exec'd the
  * workload yet, so everything it starts inherits the limit.
  *
+ * With --netns-move DEV (the spec of a pool with `netns: move` gives each device's hook
+ * one), it moves that RDMA device into the container's network namespace instead (what
+ * rdma-cni does; hook-netns.c), and leaves the limits to the spec's memlock hook.
+ *
  * Exit status: 0 done (or raised as far as the hard limit allows, without --strict);
  * 1 bad OCI state on stdin or the pid is not a live process; 2 bad command line;
- * 3 the kernel refused to set the limit, or --strict and the target was not reached.
+ * 3 the kernel refused to set the limit, or --strict and the target was not reached;
+ * 4 an RDMA device could not be moved into the container's network namespace.
  * A non-zero status makes the runtime abort container creation.
  *
  * Every warning and error goes to stderr and to syslog (LOG_DAEMON, ident rdma-cdi-hook):
@@ -36,11 +41,27 @@ enum {
 	EXIT_STATE = 1,
 	EXIT_USAGE = 2,
 	EXIT_LIMIT = 3,
+	EXIT_NETNS = 4,
+};
+
+#define NETNS_DEVS_MAX 64
+
+/* What the command line asks for. */
+struct hook_args {
+	rlim_t target;
+	bool strict;
+	bool memlock_given;
+	struct {
+		const char *name;
+		bool roce;
+	} devs[NETNS_DEVS_MAX];
+	size_t n_devs;
 };
 
 static void help(void)
 {
 	printf("Usage: rdma-cdi-hook [--memlock=unlimited|BYTES[K|M|G]] [--strict]\n"
+	       "       rdma-cdi-hook --netns-move=DEV [--netns-move-roce=DEV]...\n"
 	       "\n"
 	       "OCI createRuntime hook: reads the OCI state JSON on stdin and raises\n"
 	       "RLIMIT_MEMLOCK of the container process (\"pid\") to the target. Limits are\n"
@@ -51,12 +72,16 @@ static void help(void)
 	       "\n"
 	       "  --memlock=LIMIT  target limit (default: unlimited)\n"
 	       "  --strict         fail instead of stopping at the hard limit\n"
+	       "  --netns-move=DEV move RDMA device DEV into the container's network\n"
+	       "                   namespace (exclusive RDMA netns mode); limits untouched\n"
+	       "  --netns-move-roce=DEV  the same for a RoCE device, whose netdev must be\n"
+	       "                   in that namespace too\n"
 	       "  --help           show this help\n"
 	       "  --version        show the version\n"
 	       "\n"
 	       "Exit status: 0 success, 1 bad OCI state or pid not a live process,\n"
 	       "2 bad command line, 3 the limit could not be set (or --strict and the\n"
-	       "target was not reached).\n");
+	       "target was not reached), 4 an RDMA device could not be moved.\n");
 }
 
 #define SYSLOG_IDENT "rdma-cdi-hook"
@@ -193,11 +218,13 @@ static int raise_memlock(const struct hook_state *st, rlim_t target, bool strict
 }
 
 /* The options: -1 to go on, or the exit code (--help, --version, a usage error). */
-static int parse_args(int argc, char **argv, rlim_t *ret_target, bool *ret_strict)
+static int parse_args(int argc, char **argv, struct hook_args *a)
 {
 	static const struct option options[] = {
 	    {"memlock", required_argument, NULL, 'm'},
 	    {"strict", no_argument, NULL, 's'},
+	    {"netns-move", required_argument, NULL, 'n'},
+	    {"netns-move-roce", required_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {},
@@ -209,15 +236,27 @@ static int parse_args(int argc, char **argv, rlim_t *ret_target, bool *ret_stric
 	while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
 		switch (c) {
 		case 'm':
-			if (parse_memlock(optarg, ret_target) < 0) {
+			if (parse_memlock(optarg, &a->target) < 0) {
 				hook_error("--memlock: invalid value '%s' (expected unlimited or "
 					   "BYTES[K|M|G])",
 					   optarg);
 				return EXIT_USAGE;
 			}
+			a->memlock_given = true;
+			break;
+		case 'n':
+		case 'r':
+			if (!name_is_safe(optarg, 63) || a->n_devs == NETNS_DEVS_MAX) {
+				hook_error("--netns-move: '%s' is not an RDMA device name (or more "
+					   "than %d devices)",
+					   optarg, NETNS_DEVS_MAX);
+				return EXIT_USAGE;
+			}
+			a->devs[a->n_devs].name = optarg;
+			a->devs[a->n_devs++].roce = c == 'r';
 			break;
 		case 's':
-			*ret_strict = true;
+			a->strict = true;
 			break;
 		case 'h':
 			help();
@@ -273,22 +312,60 @@ static int read_state(struct hook_state *ret)
 	return 0;
 }
 
+static int move_devices(const struct hook_state *st, const struct hook_args *a)
+{
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	_cleanup_close_ int nsfd = -1;
+	char who[64];
+	int r;
+
+	describe(st, who, sizeof(who));
+	r = hook_netns_open(st->pid, &nsfd, &err);
+	if (r < 0) {
+		hook_error("%s: %s", who, rc_error_msg(err, r));
+		return EXIT_NETNS;
+	}
+	for (size_t i = 0; i < a->n_devs; i++) {
+		enum hook_netns_verdict v = HOOK_NETNS_MOVE;
+
+		r = hook_netns_move(nsfd, a->devs[i].name, a->devs[i].roce, &v, &err);
+		if (r < 0) {
+			hook_error("%s: %s", who, rc_error_msg(err, r));
+			return EXIT_NETNS;
+		}
+		if (v == HOOK_NETNS_HOST_NS) {
+			hook_warning("%s shares the host's network namespace: %s stays there, "
+				     "nothing to move",
+				     who, a->devs[i].name);
+			return 0;
+		}
+		log_debug("%s: %s %s", who, a->devs[i].name,
+			  v == HOOK_NETNS_ALREADY ? "already in its network namespace"
+						  : "moved into its network namespace");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	struct hook_args a = {.target = RLIM_INFINITY};
 	struct hook_state st;
-	rlim_t target = RLIM_INFINITY;
-	bool strict = false;
 	int r;
 
 	log_set_ident("rdma-cdi-hook");
 	/* No LOG_CONS: a hook must never write to the console; without a syslog daemon the
 	 * message is only on stderr. */
 	openlog(SYSLOG_IDENT, LOG_PID, LOG_DAEMON);
-	r = parse_args(argc, argv, &target, &strict);
+	r = parse_args(argc, argv, &a);
 	if (r >= 0)
 		return r;
 	r = read_state(&st);
 	if (r != 0)
 		return r;
-	return raise_memlock(&st, target, strict);
+	if (a.n_devs > 0) {
+		r = move_devices(&st, &a);
+		if (r != 0 || !a.memlock_given)
+			return r;
+	}
+	return raise_memlock(&st, a.target, a.strict);
 }

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "discovery.h"
+#include "netlink.h"
 #include "doctor-internal.h"
 #include "doctor.h"
 #include "hooks.h"
@@ -477,8 +478,13 @@ void doctor_check_netns(struct doctor *d)
 	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
 	_cleanup_rc_error_ struct rc_error *err = NULL;
 	cJSON *data = cJSON_CreateObject();
-	int r = disc_rdma_netns_mode(&mode, &err);
+	int r = disc_netns_mode_read(&mode, &err);
 
+	/* No RDMA netlink is no failure of the read: the mode is unknown, and why. */
+	if (r == 0 && mode == DISC_NETNS_UNKNOWN)
+		r = rc_error_set(&err, -EPROTONOSUPPORT,
+				 "the kernel has no RDMA netlink: no RDMA core (ib_core) in this "
+				 "kernel");
 	cJSON_AddStringToObject(data, "mode", disc_netns_mode_name(mode));
 	if (r < 0) {
 		cJSON_AddStringToObject(data, "reason", rc_error_msg(err, r));

@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The verbs probe over a table of fake verbs calls (every step made to fail once, every
- * resource released), the RDMA netlink answer parser on crafted messages, and the real
- * libibverbs, librdmacm and NETLINK_RDMA of this machine. TAP output.
+ * resource released), and the real libibverbs and librdmacm of this machine (RDMA netlink
+ * is tests/discovery/test-netlink.c's). TAP output.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
-#include <linux/netlink.h>
-#include <rdma/rdma_netlink.h>
 
 #include "common.h"
 #include "verbs-internal.h"
@@ -275,135 +272,13 @@ static void test_steps(void)
 	   "step names are the verbs calls");
 }
 
-/* ---- netlink answers -------------------------------------------------------------- */
-
-struct msgbuf {
-	unsigned char b[512];
-	size_t len;
-};
-
-static struct nlmsghdr *msg_begin(struct msgbuf *m, uint16_t type, uint32_t seq)
-{
-	struct nlmsghdr *h = (struct nlmsghdr *)(void *)(m->b + m->len);
-
-	memset(h, 0, NLMSG_HDRLEN);
-	h->nlmsg_type = type;
-	h->nlmsg_seq = seq;
-	h->nlmsg_len = NLMSG_HDRLEN;
-	m->len += NLMSG_HDRLEN;
-	return h;
-}
-
-static void attr(struct msgbuf *m, struct nlmsghdr *h, uint16_t type, const void *data, size_t dlen)
-{
-	struct nlattr *a = (struct nlattr *)(void *)(m->b + m->len);
-
-	a->nla_type = type;
-	a->nla_len = (uint16_t)(NLA_HDRLEN + dlen);
-	memcpy(m->b + m->len + NLA_HDRLEN, data, dlen);
-	m->len += NLA_ALIGN(NLA_HDRLEN + dlen);
-	h->nlmsg_len = (uint32_t)(m->b + m->len - (unsigned char *)h);
-}
-
-#define SYS_GET RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_SYS_GET)
-
-static void test_netns_parse(void)
-{
-	enum disc_netns_mode mode;
-	struct msgbuf m = {};
-	struct nlmsghdr *h;
-	uint8_t one = 1, zero = 0;
-	uint64_t cap = 0;
-	int r;
-
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
-	mode = DISC_NETNS_UNKNOWN;
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == 0 &&
-	       mode == DISC_NETNS_SHARED,
-	   "mode 1 is shared");
-
-	m.len = 0;
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_ATTR_DEV_INDEX, &cap, 4);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, &cap, sizeof(cap));
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &zero, 1);
-	/* The ACK behind the answer. */
-	h = msg_begin(&m, NLMSG_ERROR, 7);
-	memset(m.b + m.len, 0, sizeof(struct nlmsgerr));
-	m.len += sizeof(struct nlmsgerr);
-	h->nlmsg_len += sizeof(struct nlmsgerr);
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == 0 &&
-	       mode == DISC_NETNS_EXCLUSIVE,
-	   "mode 0 is exclusive, found among other attributes, ACK behind it");
-
-	m.len = 0;
-	h = msg_begin(&m, NLMSG_ERROR, 9);
-	{
-		struct nlmsgerr e = {.error = -EOPNOTSUPP};
-
-		memcpy(m.b + m.len, &e, sizeof(e));
-		m.len += sizeof(e);
-		h->nlmsg_len += sizeof(e);
-	}
-	r = disc_rdma_netns_parse(m.b, m.len, 9, &mode, tap_fresh());
-	ok(r == -EOPNOTSUPP && strstr(tap_msg(), "refused RDMA_NLDEV_CMD_SYS_GET"),
-	   "an NLMSG_ERROR answer gives its errno and a reason (r=%d \"%s\")", r, tap_msg());
-
-	m.len = 0;
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
-	r = disc_rdma_netns_parse(m.b, m.len, 8, &mode, tap_fresh());
-	ok(r == -EBADMSG && strstr(tap_msg(), "no RDMA_NLDEV_SYS_ATTR_NETNS_MODE"),
-	   "an answer to another sequence number is ignored (\"%s\")", tap_msg());
-
-	m.len = 0;
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, &one, 1);
-	r = disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh());
-	ok(r == -EBADMSG && strstr(tap_msg(), "no RDMA_NLDEV_SYS_ATTR_NETNS_MODE"),
-	   "an answer without the mode (old kernel) is -EBADMSG naming the attribute");
-
-	ok(disc_rdma_netns_parse(m.b, 10, 7, &mode, tap_fresh()) == -EBADMSG &&
-	       strstr(tap_msg(), "truncated"),
-	   "a truncated header is refused");
-
-	m.len = 0;
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
-	h->nlmsg_len = 4096;
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == -EBADMSG &&
-	       strstr(tap_msg(), "out of bounds"),
-	   "a message longer than the buffer is refused");
-
-	m.len = 0;
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 1);
-	((struct nlattr *)(void *)(m.b + NLMSG_HDRLEN))->nla_len = 200;
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == -EBADMSG &&
-	       strstr(tap_msg(), "malformed"),
-	   "an attribute longer than its message is refused");
-
-	m.len = 0;
-	h = msg_begin(&m, SYS_GET, 7);
-	attr(&m, h, RDMA_NLDEV_SYS_ATTR_NETNS_MODE, &one, 0);
-	ok(disc_rdma_netns_parse(m.b, m.len, 7, &mode, tap_fresh()) == -EBADMSG,
-	   "a mode attribute without its byte is refused");
-
-	ok(strcmp(disc_netns_mode_name(DISC_NETNS_SHARED), "shared") == 0 &&
-	       strcmp(disc_netns_mode_name(DISC_NETNS_EXCLUSIVE), "exclusive") == 0 &&
-	       strcmp(disc_netns_mode_name(DISC_NETNS_UNKNOWN), "unknown") == 0,
-	   "mode names as `rdma system` prints them");
-}
-
 /* ---- this machine -------------------------------------------------------------------- */
 
 static void test_real(void)
 {
 	struct disc_verbs_report *r = NULL;
-	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
 	struct stat st;
-	int fd, rr;
+	int rr;
 
 	if (stat("/sys/class/infiniband", &st) == 0) {
 		printf("ok %u - real verbs probe: no device # SKIP this machine has RDMA devices\n",
@@ -418,26 +293,12 @@ static void test_real(void)
 		disc_verbs_report_free(r);
 	}
 
-	/* What the kernel says about NETLINK_RDMA, asked independently. */
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
-	rr = disc_rdma_netns_mode(&mode, tap_fresh());
-	if (fd < 0 && errno == EPROTONOSUPPORT)
-		ok(rr == -EPROTONOSUPPORT && mode == DISC_NETNS_UNKNOWN &&
-		       strstr(tap_msg(), "the kernel has no RDMA netlink"),
-		   "no NETLINK_RDMA in this kernel: -EPROTONOSUPPORT, \"%s\"", tap_msg());
-	else
-		ok(rr == 0 ? mode != DISC_NETNS_UNKNOWN : tap_e != NULL,
-		   "NETLINK_RDMA answers a mode or a reason (r=%d mode %s \"%s\")", rr,
-		   disc_netns_mode_name(mode), tap_msg());
-	if (fd >= 0)
-		close(fd);
 }
 
 int main(void)
 {
 	test_no_list();
 	test_steps();
-	test_netns_parse();
 	test_real();
 	tap_fresh();
 	return tap_done();

@@ -287,3 +287,29 @@ put("slices", "duplicate-stale", b"\x0b" + json.dumps(
 put("slices", "other-pool-no-name", b"\x01" + json.dumps(
     [slice_obj("x", 1, 1, node="node2"), {"spec": {}}, {"metadata": {"name": 5}}, 3, None]).encode())
 put("slices", "not-a-list", b"\x01" + b'{"items": []}')
+
+# netlink: one datagram of RDMA netlink answers (nlmsghdr, nldev attributes), read for
+# request sequence 1 and 2 (fuzz-netlink.c).
+NLDEV = 3 << 10  # RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, 0)
+
+
+def nla(typ, data):
+    n = 4 + len(data)
+    return struct.pack("<HH", n, typ) + data + b"\0" * ((4 - n % 4) % 4)
+
+
+def nlmsg(typ, seq, payload):
+    return struct.pack("<IHHII", 16 + len(payload), typ, 0, seq, 0) + payload
+
+
+def nlack(seq, error):
+    return nlmsg(2, seq, struct.pack("<i", error) + b"\0" * 16)
+
+
+put("netlink", "sys-exclusive", nlmsg(NLDEV + 6, 1, nla(66, b"\x00")) + nlack(1, 0))
+put("netlink", "sys-shared", nlmsg(NLDEV + 6, 1, nla(66, b"\x01")) + nlack(1, 0))
+put("netlink", "dev-get", nlmsg(NLDEV + 1, 2, nla(1, struct.pack("<I", 3)) + nla(2, b"rxe0\0") +
+                                nla(3, b"1.2\0")) + nlack(2, 0))
+put("netlink", "refused", nlack(1, -95))
+put("netlink", "cut-attr", nlmsg(NLDEV + 1, 2, struct.pack("<HH", 200, 1) + b"\0" * 4))
+put("netlink", "name-no-nul", nlmsg(NLDEV + 1, 2, nla(2, b"rxe0")))
