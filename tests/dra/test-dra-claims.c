@@ -764,7 +764,8 @@ static void test_nccl_env(const struct fixture *f)
 	       "RDMA_CDI_DEVICES=mlx5_3,mlx5_5|NCCL_IB_HCA==mlx5_3,mlx5_5|"
 	       "UCX_NET_DEVICES=mlx5_3:1,mlx5_5:1,mlx5_5:2",
 	       "ncclEnv: NCCL's exact-match form and every ACTIVE port");
-	ok(cdi_spec_validate(spec, tap_fresh()) == 0, "ncclEnv spec valid (%s)", tap_msg());
+	ret = cdi_spec_validate(spec, tap_fresh());
+	ok(ret == 0, "ncclEnv spec valid (%s)", tap_msg());
 	dra_prepared_claim_free(p);
 	cJSON_Delete(spec);
 
