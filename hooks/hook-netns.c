@@ -44,47 +44,35 @@ const char *hook_netns_fix(enum disc_netns_mode mode, int kernel_error)
 	return "see `rdma-cdi doctor`";
 }
 
-/* Whether dev is visible in the namespace nsfd refers to: asked from a child that enters
- * it (a namespace is per thread; the hook must stay in its own). 1, 0, or -errno. */
-static int visible_in(int nsfd, const char *dev)
+/* In the namespace: 0 yes, 1 no, 2 the question could not be asked. */
+static int ask_visible(const char *dev)
 {
-	int status;
-	pid_t pid = fork();
+	uint32_t idx;
+	int r = disc_nl_dev_index(dev, &idx, NULL);
 
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		uint32_t idx;
-		int r;
-
-		if (setns(nsfd, CLONE_NEWNET) < 0)
-			_exit(2);
-		r = disc_nl_dev_index(dev, &idx, NULL);
-		_exit(r == 0 ? 0 : r == -ENODEV ? 1 : 2);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
-		return -EIO;
-	return WEXITSTATUS(status) == 0;
+	return r == 0 ? 0 : r == -ENODEV ? 1 : 2;
 }
 
-/* RoCE: whether the device's port has its netdev in the namespace nsfd refers to. */
-static int netdev_in(int nsfd, const char *dev)
+static int ask_netdev(const char *dev)
+{
+	uint32_t idx;
+
+	if (disc_nl_dev_index(dev, &idx, NULL) < 0)
+		return 2;
+	return disc_nl_port_has_netdev(dev, idx, NULL) == 1 ? 0 : 1;
+}
+
+/* ask(dev) answered from a child that enters the namespace nsfd refers to (a namespace is
+ * per thread; the hook must stay in its own): 1 yes, 0 no, or -errno. */
+static int ask_in(int nsfd, int (*ask)(const char *dev), const char *dev)
 {
 	int status;
 	pid_t pid = fork();
 
 	if (pid < 0)
 		return -errno;
-	if (pid == 0) {
-		uint32_t idx;
-
-		if (setns(nsfd, CLONE_NEWNET) < 0 || disc_nl_dev_index(dev, &idx, NULL) < 0)
-			_exit(2);
-		_exit(disc_nl_port_has_netdev(dev, idx, NULL) == 1 ? 0 : 1);
-	}
+	if (pid == 0)
+		_exit(setns(nsfd, CLONE_NEWNET) < 0 ? 2 : ask(dev));
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -129,7 +117,7 @@ static int gather(int nsfd, const char *dev, struct hook_netns_facts *f, uint32_
 			return rc_error_set(err, r, "%s", rc_error_msg(e, r));
 	}
 	f->here = r == 0;
-	r = visible_in(nsfd, dev);
+	r = ask_in(nsfd, ask_visible, dev);
 	if (r < 0)
 		return rc_error_set(err, r, "%s: cannot look into the container's network "
 				    "namespace: %s", dev, strerror(-r));
@@ -170,7 +158,7 @@ int hook_netns_move(int nsfd, const char *dev, bool roce, enum hook_netns_verdic
 	case HOOK_NETNS_ALREADY:
 		break;
 	}
-	if (roce && netdev_in(nsfd, dev) == 0)
+	if (roce && ask_in(nsfd, ask_netdev, dev) == 0)
 		return rc_error_set(err, -ENXIO, "%s is in the container's network namespace, but "
 				    "its netdev is not: RoCE needs both (move the netdev with the "
 				    "SR-IOV CNI or the runtime's network setup)", dev);
