@@ -13,7 +13,7 @@ secs=${2:-60}
 shift $(($# < 2 ? $# : 2))
 names=("$@")
 if [ "${#names[@]}" -eq 0 ]; then
-	names=(attr sysfs config hook cdi bridge claim dra kubeconfig kube-watch slices)
+	names=(attr sysfs config hook cdi bridge claim dra kubeconfig kube-watch slices netlink)
 fi
 
 if [ ! -d "$build" ]; then
