@@ -1663,6 +1663,11 @@ def sc_lent(c):
         time.sleep(0.02)
     tap.ok(spec_has(b, "mlx5_3") is False and spec_has(b, "mlx5_4") is False,
            "and the spec no longer defines them")
+    b.signal(signal.SIGTERM)
+    rc = b.wait(30)
+    log = b.log_text()
+    tap.ok(rc == 0 and "Sanitizer" not in log and "runtime error:" not in log,
+           "SIGTERM: exit 0, no sanitizer report (rc %s)" % rc, log[-3000:])
 
 
 SCENARIOS = {
