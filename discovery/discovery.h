@@ -129,7 +129,8 @@ struct disc_options {
  * opened, -EACCES/-EPERM when class/infiniband exists but may not be listed (never "no
  * devices" for what is a permission problem), -ECANCELED/-ETIMEDOUT when abandoned
  * through opts->cancel/deadline_usec, -ENOMEM. Unreadable attributes are problem lines
- * naming the file. Does not log. ret_node is written only on success.
+ * naming the file. A device lent to another network namespace (disc_device.lent) is a
+ * device of the snapshot, not a problem. Does not log. ret_node is written only on success.
  */
 int disc_scan(const struct disc_options *opts, struct disc_node **ret_node);
 void disc_node_free(struct disc_node *node);
