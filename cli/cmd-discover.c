@@ -96,6 +96,10 @@ static void print_table(const struct disc_node *node)
 			cell(port ? port->netdev : NULL, 0, "\n");
 		}
 	}
+	for (size_t i = 0; i < node->n_devices; i++)
+		if (node->devices[i].lent)
+			printf("%s: %s (its ports are not visible here)\n", node->devices[i].name,
+			       DISC_LENT_REASON);
 	if (node->has_rdma_cm)
 		printf("rdma_cm: %u:%u\n", node->rdma_cm.major, node->rdma_cm.minor);
 	else

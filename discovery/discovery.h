@@ -87,6 +87,11 @@ struct disc_device {
 	size_t n_ports;
 	bool has_uverbs;                    /* usable through verbs only when true */
 	struct disc_chardev uverbs;
+	/* Lent to another network namespace (RDMA netns mode exclusive, moved into a pod's
+	 * namespace): no class/infiniband entry here, but its uverbs device is listed and
+	 * its PCI function is present and bound to a driver. The scan knows no ports, GUID
+	 * or firmware of it; the Sysfs Watcher carries over the last ones it knew. */
+	bool lent;
 };
 
 struct disc_scan_state;
@@ -124,7 +129,8 @@ struct disc_options {
  * opened, -EACCES/-EPERM when class/infiniband exists but may not be listed (never "no
  * devices" for what is a permission problem), -ECANCELED/-ETIMEDOUT when abandoned
  * through opts->cancel/deadline_usec, -ENOMEM. Unreadable attributes are problem lines
- * naming the file. Does not log. ret_node is written only on success.
+ * naming the file. A device lent to another network namespace (disc_device.lent) is a
+ * device of the snapshot, not a problem. Does not log. ret_node is written only on success.
  */
 int disc_scan(const struct disc_options *opts, struct disc_node **ret_node);
 void disc_node_free(struct disc_node *node);
@@ -175,6 +181,19 @@ bool disc_device_healthy(const struct disc_device *dev);
  */
 int disc_device_health_reason(const struct disc_device *dev, char *buf, size_t len);
 size_t disc_node_count_usable(const struct disc_node *node);
+/* The health reason (and the log line) of a lent device. */
+#define DISC_LENT_REASON "lent to another network namespace"
+
+/* The device of node with dev's name and PCI address (the same device); NULL if absent. */
+const struct disc_device *disc_node_find_same(const struct disc_node *node,
+					      const struct disc_device *dev);
+/*
+ * Gives each lent device of node that has no ports (a scan cannot read them) what prev,
+ * the snapshot before, knew of the same device: its ports (states, netdevs, umad/issm),
+ * GUID, firmware and node type, its last known health and topology. For the owner of a
+ * node not yet shared. 0 or -ENOMEM (node then keeps what it had).
+ */
+int disc_node_carry_lent(struct disc_node *node, const struct disc_node *prev);
 /* Looks a device up by RDMA name; NULL if absent. */
 const struct disc_device *disc_node_find(const struct disc_node *node, const char *name);
 

@@ -172,6 +172,9 @@ static void job_done(void *userdata)
 	if (j->reason == DISC_FOLLOW_PERIODIC)
 		adapt_period(f, j->cpu_usec);
 	f->last_usec = j->wall_usec;
+	/* A lent device keeps its last known health and topology (discovery.h). */
+	if (j->error >= 0 && f->cur && disc_node_carry_lent(j->node, f->cur->node) < 0)
+		j->error = -ENOMEM;
 	next = j->error >= 0 ? node_ref_new(j->node) : NULL;
 	if (next)
 		j->node = NULL;
@@ -537,15 +540,6 @@ static void destroy(struct disc_follow *f)
 
 /* ---- what changed ---------------------------------------------------------------------- */
 
-static const struct disc_device *find_same(const struct disc_node *n, const struct disc_device *d)
-{
-	for (size_t i = 0; n && i < n->n_devices; i++)
-		if (strcmp(n->devices[i].name, d->name) == 0 &&
-		    strcmp(n->devices[i].pci, d->pci) == 0)
-			return &n->devices[i];
-	return NULL;
-}
-
 void disc_node_changes(const struct disc_node *old, const struct disc_node *new, disc_change_fn fn,
 		       void *userdata)
 {
@@ -553,23 +547,27 @@ void disc_node_changes(const struct disc_node *old, const struct disc_node *new,
 
 	for (size_t i = 0; old && i < old->n_devices; i++) {
 		const struct disc_device *d = &old->devices[i];
-		const struct disc_device *n = find_same(new, d);
+		const struct disc_device *n = disc_node_find_same(new, d);
 
 		if (disc_device_usable(d) && (!n || !disc_device_usable(n)))
 			fn(userdata, DISC_REMOVED, d, n ? "no uverbs device any more" : "gone");
 	}
 	for (size_t i = 0; new &&i < new->n_devices; i++) {
 		const struct disc_device *d = &new->devices[i];
-		const struct disc_device *o = find_same(old, d);
+		const struct disc_device *o = disc_node_find_same(old, d);
 		bool healthy = disc_device_healthy(d);
 
 		if (!disc_device_usable(d))
 			continue;
 		if (disc_device_health_reason(d, why, sizeof(why)) == 0)
 			snprintf(why, sizeof(why), "healthy");
-		if (!o || !disc_device_usable(o))
+		if (!o || !disc_device_usable(o)) {
 			fn(userdata, DISC_ADDED, d, why);
-		else if (disc_device_healthy(o) != healthy)
+			continue;
+		}
+		if (o->lent != d->lent)
+			fn(userdata, d->lent ? DISC_LENT : DISC_RETURNED, d, DISC_LENT_REASON);
+		if (disc_device_healthy(o) != healthy)
 			fn(userdata, healthy ? DISC_HEALTHY : DISC_UNHEALTHY, d, why);
 	}
 }
@@ -581,16 +579,24 @@ void disc_log_change(enum disc_change what, const struct disc_device *d, const c
 	    [DISC_REMOVED] = "removed",
 	    [DISC_UNHEALTHY] = "unhealthy",
 	    [DISC_HEALTHY] = "healthy",
+	    [DISC_LENT] = "lent",
+	    [DISC_RETURNED] = "returned",
 	};
+	static const char *const shown[] = {
+	    [DISC_ADDED] = "added",
+	    [DISC_REMOVED] = "removed",
+	    [DISC_UNHEALTHY] = "Unhealthy",
+	    [DISC_HEALTHY] = "Healthy again",
+	    [DISC_LENT] = DISC_LENT_REASON,
+	    [DISC_RETURNED] = "back from another network namespace",
+	};
+	/* The last three say all there is: no reason after them. */
+	bool plain = what == DISC_HEALTHY || what == DISC_LENT || what == DISC_RETURNED;
 	const char *pci = d->pci[0] ? d->pci : "no PCI address";
 
 	log_struct(what == DISC_UNHEALTHY ? LOG_LVL_WARNING : LOG_LVL_INFO,
 		   LOG_FIELDS("device", d->name, "pci", d->pci[0] ? d->pci : NULL, "change",
-			      what_name[what], "reason", what == DISC_HEALTHY ? NULL : reason),
-		   "%s (%s): %s%s%s", d->name, pci,
-		   what == DISC_ADDED	  ? "added"
-		   : what == DISC_REMOVED ? "removed"
-		   : what == DISC_HEALTHY ? "Healthy again"
-					  : "Unhealthy",
-		   what == DISC_HEALTHY ? "" : ": ", what == DISC_HEALTHY ? "" : reason);
+			      what_name[what], "reason", plain ? NULL : reason),
+		   "%s (%s): %s%s%s", d->name, pci, shown[what], plain ? "" : ": ",
+		   plain ? "" : reason);
 }

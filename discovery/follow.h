@@ -74,9 +74,18 @@ void disc_follow_free(struct disc_follow *f);
 /*
  * What changed for the kubelet between two snapshots, one call per usable device that
  * was added, removed, or changed health, with a reason ("port 1 DOWN", "uverbs node
- * missing", "ACTIVE again"). old may be NULL (everything is added).
+ * missing", "ACTIVE again"), and one when a device was lent to another network
+ * namespace or came back from it (it stays: neither is a removal or an addition). old
+ * may be NULL (everything is added).
  */
-enum disc_change { DISC_ADDED, DISC_REMOVED, DISC_UNHEALTHY, DISC_HEALTHY };
+enum disc_change {
+	DISC_ADDED,
+	DISC_REMOVED,
+	DISC_UNHEALTHY,
+	DISC_HEALTHY,
+	DISC_LENT,
+	DISC_RETURNED
+};
 typedef void (*disc_change_fn)(void *userdata, enum disc_change what, const struct disc_device *dev,
 			       const char *reason);
 void disc_node_changes(const struct disc_node *old, const struct disc_node *new, disc_change_fn fn,

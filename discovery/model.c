@@ -99,6 +99,40 @@ oom:
 	return NULL;
 }
 
+const struct disc_device *disc_node_find_same(const struct disc_node *node,
+					      const struct disc_device *dev)
+{
+	for (size_t i = 0; node && i < node->n_devices; i++)
+		if (!strcmp(node->devices[i].name, dev->name) &&
+		    !strcmp(node->devices[i].pci, dev->pci))
+			return &node->devices[i];
+	return NULL;
+}
+
+int disc_node_carry_lent(struct disc_node *node, const struct disc_node *prev)
+{
+	for (size_t i = 0; node && i < node->n_devices; i++) {
+		struct disc_device *d = &node->devices[i];
+		const struct disc_device *o;
+
+		if (!d->lent || d->n_ports > 0)
+			continue;
+		o = disc_node_find_same(prev, d);
+		if (!o)
+			continue;
+		if (o->n_ports) {
+			d->ports = memdup(o->ports, o->n_ports * sizeof(*o->ports));
+			if (!d->ports)
+				return -ENOMEM;
+			d->n_ports = o->n_ports;
+		}
+		strcpy(d->node_guid, o->node_guid);
+		strcpy(d->fw_ver, o->fw_ver);
+		strcpy(d->node_type, o->node_type);
+	}
+	return 0;
+}
+
 /* ---- comparing ---------------------------------------------------------------------- */
 
 static bool chardev_equal(const struct disc_chardev *a, const struct disc_chardev *b)
@@ -128,7 +162,7 @@ static bool device_equal(const struct disc_device *a, const struct disc_device *
 	    strcmp(a->pf_pci, b->pf_pci) || strcmp(a->pf_netdev, b->pf_netdev) ||
 	    strcmp(a->node_guid, b->node_guid) || strcmp(a->fw_ver, b->fw_ver) ||
 	    strcmp(a->node_type, b->node_type) || a->n_ports != b->n_ports ||
-	    a->has_uverbs != b->has_uverbs ||
+	    a->has_uverbs != b->has_uverbs || a->lent != b->lent ||
 	    (a->has_uverbs && !chardev_equal(&a->uverbs, &b->uverbs)))
 		return false;
 	for (size_t i = 0; i < a->n_ports; i++)
@@ -216,6 +250,11 @@ int disc_device_health_reason(const struct disc_device *dev, char *buf, size_t l
 	}
 	if (disc_device_healthy(dev))
 		return 0;
+	if (dev->lent) {
+		/* Its ports are not known here: saying "no ports" would mislead. */
+		reason_add(buf, len, "%s", DISC_LENT_REASON);
+		sep = "; ";
+	}
 	if (!disc_device_usable(dev)) {
 		reason_add(buf, len, "no uverbs device");
 		sep = "; ";
@@ -224,7 +263,8 @@ int disc_device_health_reason(const struct disc_device *dev, char *buf, size_t l
 		sep = "; ";
 	}
 	if (dev->n_ports == 0) {
-		reason_add(buf, len, "%sno ports", sep);
+		if (!dev->lent)
+			reason_add(buf, len, "%sno ports", sep);
 	} else if (dev->n_ports == 1) {
 		if (dev->ports[0].state != 4)
 			reason_add(buf, len, "%sport %u %s", sep, dev->ports[0].num,
@@ -350,6 +390,7 @@ static bool add_device(cJSON *arr, size_t index, long cdi_index, const struct di
 	      add_str_or_null(j, "fw_ver", d->fw_ver) &&
 	      cJSON_AddBoolToObject(j, "usable", disc_device_usable(d)) &&
 	      cJSON_AddBoolToObject(j, "healthy", disc_device_healthy(d)) &&
+	      cJSON_AddBoolToObject(j, "lent", d->lent) &&
 	      add_chardev(j, "uverbs", &d->uverbs, d->has_uverbs)))
 		return false;
 	ports = cJSON_AddArrayToObject(j, "ports");

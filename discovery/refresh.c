@@ -167,6 +167,10 @@ static bool refresh_state(struct scan *s, const struct disc_device *d, unsigned 
 
 static bool refresh_ports(struct scan *s, struct disc_device *d, bool phys_always)
 {
+	/* A lent device has nothing here to re-read: its return (class/infiniband) or its
+	 * loss (class/infiniband_verbs) changes a listing and asks for the full scan. */
+	if (d->lent)
+		return true;
 	if (!d->ibdev_path[0])
 		return false;
 	for (size_t i = 0; i < d->n_ports; i++) {
@@ -266,7 +270,7 @@ static int refresh_net(struct scan *s, struct disc_node *node)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < node->n_devices && !disc_scan_stopped(s); i++)
-		if (netdevs_stale(&node->devices[i], &ix))
+		if (!node->devices[i].lent && netdevs_stale(&node->devices[i], &ix))
 			refresh_netdevs(s, &node->devices[i]);
 	free(ix.v);
 	return s->stop;

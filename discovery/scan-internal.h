@@ -27,8 +27,10 @@ struct scan {
 	size_t devices_cap;
 	size_t problems_cap;
 	size_t problems_dropped;
-	/* Indices into node->devices sorted by name, for the char-device lookups. */
+	/* Indices into node->devices sorted by name, for the char-device lookups; devices
+	 * from n_indexed on (lent devices the uverbs listing added) are not in it. */
 	size_t *by_name;
+	size_t n_indexed;
 };
 
 /* Opens the roots and chooses the link strategy; s->node is a fresh empty node. */

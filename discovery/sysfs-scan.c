@@ -439,19 +439,32 @@ static void scan_pci_function(struct scan *s, int pcifd, const char *where, stru
 }
 
 /*
+ * Resolves the class entry cls ("class/infiniband/mlx5_0") inside the root into path
+ * (size DISC_PATH_BUF): its link target joined onto the class directory cls_dir, or the
+ * entry itself when it is a plain directory. Quiet: 0 or -errno.
+ */
+static int resolve_class_entry(struct scan *s, const char *cls_dir, const char *cls, char *path)
+{
+	char link[DISC_PATH_BUF];
+	int r;
+
+	r = disc_sysfs_read_link(s->sys.root_fd, cls, link, sizeof(link));
+	if (r == -EINVAL)
+		return disc_path_join(cls, "", path, DISC_PATH_BUF);
+	if (r < 0)
+		return r;
+	return disc_path_join(cls_dir, link, path, DISC_PATH_BUF);
+}
+
+/*
  * Resolves class/infiniband/<name> inside the root into ibpath (size DISC_PATH_BUF) and
  * opens it: the fd, or -1 with a problem recorded.
  */
 static int open_device_dir(struct scan *s, const char *name, const char *cls, char *ibpath)
 {
-	char link[DISC_PATH_BUF];
 	int r, fd;
 
-	r = disc_sysfs_read_link(s->sys.root_fd, cls, link, sizeof(link));
-	if (r == -EINVAL)
-		r = disc_path_join(cls, "", ibpath, DISC_PATH_BUF); /* a plain directory */
-	else if (r >= 0)
-		r = disc_path_join("class/infiniband", link, ibpath, DISC_PATH_BUF);
+	r = resolve_class_entry(s, "class/infiniband", cls, ibpath);
 	if (r < 0) {
 		disc_problem(s, "%s: cannot resolve class/infiniband entry (%s), ignoring", name,
 			     disc_errstr(r));
@@ -575,7 +588,7 @@ static int device_cmp(const void *a, const void *b)
 
 static struct disc_device *find_device(struct scan *s, const char *name)
 {
-	size_t lo = 0, hi = s->node->n_devices;
+	size_t lo = 0, hi = s->n_indexed;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -589,6 +602,10 @@ static struct disc_device *find_device(struct scan *s, const char *name)
 		else
 			lo = mid + 1;
 	}
+	/* The lent devices added since the index was built: few. */
+	for (size_t i = s->n_indexed; i < s->node->n_devices; i++)
+		if (!strcmp(name, s->node->devices[i].name))
+			return &s->node->devices[i];
 	return NULL;
 }
 
@@ -653,9 +670,48 @@ static bool read_chardev(struct scan *s, const char *cls, const char *entry, con
 	return true;
 }
 
+/*
+ * A uverbs entry whose ibdev names no device of class/infiniband is a device lent to
+ * another network namespace when its parent (the entry's "device" link) is a PCI
+ * function that is present and bound to a driver: moving a device takes its RDMA device
+ * out of the host's class/infiniband but leaves the function and its uverbs device (not
+ * namespace-tagged). Adds it with the function's facts; NULL when it is not lent (gone,
+ * unbound, not on PCI), quietly: the caller reports the entry as it always did.
+ */
+static struct disc_device *lent_device(struct scan *s, const char *cls, const char *entry,
+				       const char *ibdev)
+{
+	char vpath[DISC_PATH_BUF], where[DISC_PATH_BUF], link[DISC_PATH_BUF];
+	_cleanup_close_ int vfd = -1, pcifd = -1;
+	struct disc_device lent = {.numa_node = -1, .lent = true}, *dev;
+
+	if (!disc_ibdev_name_ok(ibdev))
+		return NULL;
+	snprintf(where, sizeof(where), "%s/%s", cls, entry);
+	if (resolve_class_entry(s, cls, where, vpath) < 0)
+		return NULL;
+	vfd = disc_sysfs_open_in_root(&s->sys, vpath, O_PATH | O_DIRECTORY);
+	if (vfd < 0)
+		return NULL;
+	strcpy(lent.name, ibdev);
+	pcifd = open_parent(s, vfd, where, vpath, &lent);
+	if (pcifd < 0 || !lent.pci[0] ||
+	    disc_sysfs_read_link(pcifd, "driver", link, sizeof(link)) < 0)
+		return NULL;
+	dev = add_device(s, ibdev);
+	if (!dev)
+		return NULL;
+	*dev = lent;
+	snprintf(where, sizeof(where), "%s/%s/device", cls, entry);
+	scan_pci_function(s, pcifd, where, dev);
+	return dev;
+}
+
 /* The RDMA device a char-device class entry belongs to (its "ibdev"), or NULL with a
- * problem recorded. */
-static struct disc_device *class_entry_device(struct scan *s, const char *cls, const char *entry)
+ * problem recorded. With lend, an ibdev that is not in class/infiniband may be a lent
+ * device (lent_device()). */
+static struct disc_device *class_entry_device(struct scan *s, const char *cls, const char *entry,
+					      bool lend)
 {
 	char path[DISC_PATH_BUF], ibdev[DISC_NAME_MAX + 1];
 	struct disc_device *dev;
@@ -670,6 +726,8 @@ static struct disc_device *class_entry_device(struct scan *s, const char *cls, c
 		return NULL;
 	}
 	dev = find_device(s, ibdev);
+	if (!dev && lend)
+		dev = lent_device(s, cls, entry, ibdev);
 	if (!dev)
 		disc_problem(s, "%s: ibdev '%s' has no RDMA device, ignoring", entry, SHOWN(ibdev));
 	return dev;
@@ -686,7 +744,7 @@ static void scan_uverbs(struct scan *s)
 		struct disc_chardev c = {};
 		struct disc_device *dev;
 
-		dev = class_entry_device(s, cls, l.v[i]);
+		dev = class_entry_device(s, cls, l.v[i], true);
 		if (!dev)
 			continue;
 		if (!read_chardev(s, cls, l.v[i], dev->name, &c))
@@ -719,9 +777,9 @@ static void scan_mad(struct scan *s)
 		struct disc_port *port = NULL;
 		long long pnum;
 
-		dev = class_entry_device(s, cls, l.v[i]);
-		if (!dev)
-			continue;
+		dev = class_entry_device(s, cls, l.v[i], false);
+		if (!dev || dev->lent)
+			continue; /* a lent device's ports are not known here */
 		snprintf(path, sizeof(path), "%s/%s/port", cls, l.v[i]);
 		r = read_in_root(s, path, buf, sizeof(buf));
 		if (r >= 0 && parse_int64(buf, &pnum) >= 0)
@@ -805,15 +863,35 @@ void disc_scan_end(struct scan *s)
 	disc_sysfs_close(&s->sys);
 }
 
-static int scan_char_devices(struct scan *s)
+/* Sorts the devices (the model's order) and indexes them by name. */
+static int sort_devices(struct scan *s)
 {
-	s->by_name = malloc((s->node->n_devices + 1) * sizeof(*s->by_name));
+	struct disc_node *node = s->node;
+
+	if (node->n_devices > 1)
+		qsort(node->devices, node->n_devices, sizeof(*node->devices), device_cmp);
+	free(s->by_name);
+	s->by_name = malloc((node->n_devices + 1) * sizeof(*s->by_name));
 	if (!s->by_name)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->node->n_devices; i++)
+	for (size_t i = 0; i < node->n_devices; i++)
 		s->by_name[i] = i;
-	qsort_r(s->by_name, s->node->n_devices, sizeof(*s->by_name), by_name_cmp, s->node->devices);
+	qsort_r(s->by_name, node->n_devices, sizeof(*s->by_name), by_name_cmp, node->devices);
+	s->n_indexed = node->n_devices;
+	return 0;
+}
+
+static int scan_char_devices(struct scan *s)
+{
+	int r;
+
 	scan_uverbs(s);
+	/* Lent devices were added at the end: back into the model's order. */
+	if (s->n_indexed != s->node->n_devices) {
+		r = sort_devices(s);
+		if (r < 0)
+			return r;
+	}
 	scan_mad(s);
 	scan_rdma_cm(s);
 	return 0;
@@ -844,9 +922,9 @@ int disc_scan_with(const struct disc_options *opts, bool use_openat2, struct dis
 	if (r < 0)
 		goto finish;
 	disc_names_clear(&l);
-	if (s.node->n_devices > 1)
-		qsort(s.node->devices, s.node->n_devices, sizeof(*s.node->devices), device_cmp);
-
+	r = sort_devices(&s);
+	if (r < 0)
+		goto finish;
 	if (s.node->n_devices > 0 && s.devib_fd < 0)
 		disc_problem(&s, "%s/infiniband: missing, no RDMA device node is present",
 			     s.dev_root);

@@ -1598,6 +1598,78 @@ def sc_clock_jump(c):
     tap.ok(b.proc.poll() is None, "the bridge kept running")
 
 
+# ---- a device lent to another network namespace ----------------------------------------
+
+
+def mksysfs(c, *args):
+    subprocess.run([sys.executable, c.args.mksysfs] + list(args), check=True)
+
+
+def spec_stat(b):
+    st = os.stat(b.spec_path())
+    return st.st_ino, st.st_mtime_ns
+
+
+def sc_lent(c):
+    """A device moved into a pod's network namespace (exclusive mode) stays offered and in
+    the spec, its return causes no flap; a lent device that is really removed (VF gone,
+    uverbs gone) is withdrawn at once."""
+    tap = c.tap
+    b, stream, lst = c.up(["--rescan-interval", "1"])
+    stash = os.path.join(c.work, "stash")
+    n, before = len(stream.lists), spec_stat(b)
+    mksysfs(c, "lend", c.sysfs, "mlx5_2", stash, "--with-netdev")
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.3): lent to another network namespace"),
+           "the move is logged", b.log_text())
+    time.sleep(1.5)  # one more rescan: nothing may follow
+    tap.ok(len(stream.lists) == n, "lent: no ListAndWatch change (%d lists after %d)"
+           % (len(stream.lists), n))
+    d = by_id(stream.lists[-1]).get("0000:3b:00.3")
+    tap.ok(d is not None and d.health == "Healthy", "lent: still offered, Healthy as before")
+    tap.ok(spec_has(b, "mlx5_2") is True and spec_stat(b) == before,
+           "lent: the spec still defines it, not rewritten")
+    resp = c.kubelet.plugin_stub().Allocate(alloc(c.kubelet.pb, ["0000:3b:00.3"]))
+    tap.ok([d.name for d in resp.container_responses[0].cdi_devices] ==
+           ["rdma.example/hca=mlx5_2"], "lent: Allocate still names it")
+    mksysfs(c, "unlend", c.sysfs, stash)
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.3): back from another network namespace"),
+           "the return is logged", b.log_text())
+    time.sleep(1.5)
+    tap.ok(len(stream.lists) == n, "back: no ListAndWatch change, no flap")
+    tap.ok(spec_stat(b) == before, "back: the spec is not rewritten")
+    tap.ok(b.log_text().count("lent to another network namespace") == 1,
+           "logged once, not at every rescan", b.log_text())
+
+    # A lent VF removed (its function gone), and a lent device whose uverbs went.
+    fn3 = os.path.join(c.sysfs, "devices/pci0000:3a/0000:3a:00.0/0000:3b:00.4")
+    mksysfs(c, "lend", c.sysfs, "mlx5_3", os.path.join(c.work, "stash3"))
+    mksysfs(c, "lend", c.sysfs, "mlx5_4", os.path.join(c.work, "stash4"))
+    b.wait_log("mlx5_4 (0000:3b:00.5): lent to another network namespace")
+    shutil.rmtree(fn3)
+    for p in ("class/infiniband_verbs/uverbs3", "class/infiniband_verbs/uverbs4"):
+        os.unlink(os.path.join(c.sysfs, p))
+    for node in ("uverbs3", "uverbs4"):
+        os.unlink(os.path.join(c.dev, "infiniband", node))
+    lst = stream.wait(lambda ls: "0000:3b:00.4" not in by_id(ls[-1]) and
+                      "0000:3b:00.5" not in by_id(ls[-1]), 3)
+    tap.ok(lst is not None and set(by_id(lst)) == {"0000:3b:00.0", "0000:3b:00.2",
+                                                   "0000:3b:00.3"},
+           "function gone, uverbs gone: withdrawn at once", c.log())
+    tap.ok(b.wait_log("mlx5_3 (0000:3b:00.4): removed") and
+           b.wait_log("mlx5_4 (0000:3b:00.5): removed"), "the removals are logged",
+           b.log_text())
+    deadline = time.monotonic() + 3
+    while (spec_has(b, "mlx5_3") or spec_has(b, "mlx5_4")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    tap.ok(spec_has(b, "mlx5_3") is False and spec_has(b, "mlx5_4") is False,
+           "and the spec no longer defines them")
+    b.signal(signal.SIGTERM)
+    rc = b.wait(30)
+    log = b.log_text()
+    tap.ok(rc == 0 and "Sanitizer" not in log and "runtime error:" not in log,
+           "SIGTERM: exit 0, no sanitizer report (rc %s)" % rc, log[-3000:])
+
+
 SCENARIOS = {
     "valgrind": sc_valgrind,
     "registration": sc_registration,
@@ -1620,6 +1692,7 @@ SCENARIOS = {
     "register-refused": sc_register_refused,
     "hotplug": sc_hotplug,
     "port-flap": sc_port_flap,
+    "lent": (sc_lent, "sriov"),
     "spec-blocked": sc_spec_blocked,
     "spec-blocked-return": sc_spec_blocked_return,
     "fifo": sc_fifo,

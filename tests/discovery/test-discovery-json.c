@@ -79,7 +79,7 @@ static bool is_int(const cJSON *v, int want)
 static const char *device_keys[] = {
     "index",  "cdi_index", "name",	"pci",	   "dev_path", "vendor_id", "device_id",
     "driver", "numa_node", "pf",	"vf",	   "vf_of",    "pf_netdev", "node_guid",
-    "node_type", "fw_ver", "usable", "healthy", "uverbs", "ports",
+    "node_type", "fw_ver", "usable", "healthy", "lent", "uverbs", "ports",
 };
 static const char *port_keys[] = {
     "port",	     "link_layer", "state",  "state_id", "phys_state",

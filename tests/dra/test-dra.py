@@ -1106,6 +1106,53 @@ def inner_podman(a):
     return 0
 
 
+def slice_writes(c):
+    return [r for r in c.api.requests_matching(None, "/apis/resource.k8s.io/v1/resourceslices")
+            if r["method"] != "GET"]
+
+
+def sc_lent(c):
+    """A device moved into a pod's network namespace (exclusive mode) stays in the
+    ResourceSlice with its last known health, a claim for it still prepares and its CDI name
+    resolves; its return rewrites nothing."""
+    tap = c.tap
+    d, reg, cl = c.up(["--rescan-interval", "1"])
+    h = c.health(reg)
+    h.wait(lambda ls: len(ls) > 0, 5)
+    name, stash = dev_name("mlx5_3"), os.path.join(c.work, "stash")
+    before, writes = c.devices(), len(slice_writes(c))
+    spec_path = os.path.join(c.spec_dir, "rdma.example-hca.json")
+    spec_before = os.stat(spec_path).st_mtime_ns
+    subprocess.run([PYTHON, c.args.mksysfs, "lend", c.sysfs, "mlx5_3", stash], check=True)
+    tap.ok(d.wait_log("mlx5_3 (0000:3c:00.0): lent to another network namespace"),
+           "the move is logged", c.log()[-2000:])
+    time.sleep(1.5)  # one more rescan
+    tap.ok(c.devices() == before and len(slice_writes(c)) == writes,
+           "lent: the ResourceSlice keeps the device, not rewritten",
+           "%s\n%s" % (c.devices().get(name), slice_writes(c)[writes:]))
+    x = health_of(h.lists[-1], name)
+    tap.ok(x is not None and x.health == "HEALTHY", "health stream: HEALTHY as before", x)
+    claim = c.api.add_claim("default", "c1", results=[result("mlx5_3")])
+    uid = claim["metadata"]["uid"]
+    ans = cl.prepare([("default", "c1", uid)])
+    a = ans.get(uid, {})
+    tap.ok(a.get("error") == "" and [x["cdi_device_ids"][0] for x in a.get("devices", [])]
+           == [cdi_id("mlx5_3")], "Prepare of a claim for the lent device works", ans)
+    spec = load_json(spec_path)
+    names = {dv["name"] for dv in (spec or {}).get("devices") or []}
+    tap.ok("mlx5_3" in names and os.stat(spec_path).st_mtime_ns == spec_before,
+           "its CDI name resolves in the spec on disk, not rewritten")
+    subprocess.run([PYTHON, c.args.mksysfs, "unlend", c.sysfs, stash], check=True)
+    tap.ok(d.wait_log("mlx5_3 (0000:3c:00.0): back from another network namespace"),
+           "the return is logged")
+    time.sleep(1.5)
+    tap.ok(c.devices() == before and len(slice_writes(c)) == writes and
+           os.stat(spec_path).st_mtime_ns == spec_before,
+           "back: no slice or spec write, no flap")
+    tap.ok(cl.unprepare([("default", "c1", uid)]) == {uid: ""}, "Unprepare")
+
+
+
 SCENARIOS = {
     "registration": sc_registration,
     "slices": sc_slices,
@@ -1115,6 +1162,7 @@ SCENARIOS = {
     "restart": sc_restart,
     "hotplug": sc_hotplug,
     "port-down": sc_port_down,
+    "lent": sc_lent,
     "spec-blocked": sc_spec_blocked,
     "pools": sc_pools,
     "admin-share": sc_admin_share,

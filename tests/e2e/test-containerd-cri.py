@@ -498,6 +498,26 @@ def inner(a):
     return 0
 
 
+def restart_lent(a, res, sysfs, work, bridge, start, check):
+    """Lends mlx5_3 (mksysfs lend), waits for the bridge to see it, starts the container
+    again (start, check: inner_in's), gives the device back."""
+    stash = os.path.join(work, "stash")
+    r = run([sys.executable, a.mksysfs, "lend", sysfs, "mlx5_3", stash, "--with-netdev"])
+    if not res.ok(r.returncode == 0, "lent: mlx5_3 moved away (mksysfs lend)", r.stderr):
+        return
+    bridge.signal(signal.SIGHUP)  # a rescan now, not after the periodic interval
+    seen = bridge.wait_log("mlx5_3 (0000:3c:00.0): lent to another network namespace", 10)
+    with open(bridge.spec_path()) as f:
+        names = {d["name"] for d in json.load(f)["devices"]}
+    res.ok(seen and "mlx5_3" in names, "lent: the bridge logs it and its spec keeps mlx5_3",
+           bridge.log_text()[-2000:])
+    ok, p, diag = start()
+    if res.ok(ok, "lent: the container created again in the same sandbox runs (restart in "
+              "place)", diag):
+        check(p, diag)
+    run([sys.executable, a.mksysfs, "unlend", sysfs, stash])
+
+
 def inner_in(a, res, work, cleanups):
     import grpc
     import kubelet_double as kd
@@ -695,6 +715,13 @@ def inner_in(a, res, work, cleanups):
     if res.ok(ok, "CreateContainer with CDIDevices %s (no annotation): the container runs"
               % " ".join(d.name for d in cr.cdi_devices), diag):
         check("field", p, diag)
+
+    # Restart in place while mlx5_3 is lent to another network namespace (exclusive mode,
+    # mksysfs lend): the kubelet creates the container again in the same sandbox with the
+    # same answer; the bridge kept the device in its spec, so the CDI names resolve.
+    restart_lent(a, res, sysfs, work, bridge, lambda: start(
+        "cdi-field-restart", envs=dict(cr.envs), cdi=[d.name for d in cr.cdi_devices]),
+                 lambda p, diag: check("field", p, diag))
 
     # The annotations only (what older kubelets pass: the answer's annotations).
     cr = alloc["annotations"]

@@ -18,6 +18,8 @@
    hard limit untouched) so that the control container, which has no hook, cannot mlock
    4 MiB; the hook raises the soft limit to the hard limit (unlimited needs
    CAP_SYS_RESOURCE, which no process has on CI machines).
+4. A container of mlx5_3 restarts in place after the device was lent to another network
+   namespace (mksysfs.py lend) and the spec generated again: its CDI name still resolves.
 Needs root. Missing tools or a runtime that cannot start containers FAIL, loudly.
 """
 import glob
@@ -40,6 +42,9 @@ RUNTIMES = ("runc", "crun")
 # The dgx fixture: index order is PCI-address order, in which the RoCE function mlx5_8
 # (bus 0x5e) comes fifth, between mlx5_3 (0x3c) and mlx5_4 (0x9a).
 # The host's CDI dirs and podman's default state dirs, which the test must not touch.
+# Every probe container: no network, limits a runtime may set here, no capability.
+CONTAINER_OPTS = ["--network", "none", "--ulimit", "nofile=20000:20000",
+                  "--ulimit", "nproc=32768:32768", "--cap-drop", "all"]
 HOST_DIRS = ("/etc/cdi", "/var/run/cdi", "/run/cdi", "/var/lib/containers", "/run/containers",
              "/run/libpod")
 
@@ -208,9 +213,7 @@ def inner(a):
         return run(base + args, timeout=timeout, env=env)
 
     def probe(devices):
-        args = ["run", "--rm", "--network", "none",
-                "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768",
-                "--cap-drop", "all"]
+        args = ["run", "--rm"] + CONTAINER_OPTS
         for d in devices:
             args += ["--device", d]
         args += ["--rootfs", os.path.join(work, "rootfs"), "/probe"] + PROBE_NODES
@@ -277,11 +280,51 @@ def inner(a):
            "a spec whose hook path does not exist: podman refuses to start the container, "
            "naming the hook", show(r))
 
+    restart_lent(a, res, podman, work, rt)
+
     podman(["rm", "--all", "--force", "--time", "0"])
     r = podman(["ps", "--all", "--quiet"])
     res.ok(r.returncode == 0 and r.stdout.strip() == "", "no container left behind", show(r))
     res.done()
     return 0
+
+
+def restart_lent(a, res, podman, work, rt):
+    """A container of a device that is then lent to another network namespace (exclusive
+    mode: the host loses its class/infiniband entry) restarts in place: the spec written
+    again by `generate` still defines the device, so the CDI name resolves at the start of
+    the stopped container and the container gets its uverbs node."""
+    name, stash = "lent-%s" % rt, os.path.join(work, "stash-%s" % rt)
+    sysroot = os.path.join(work, "sys")
+    dev = "%s=mlx5_3" % KIND
+    want_dir, want_nodes = eu.expected_nodes([3])
+    r = podman(["create", "--name", name] + CONTAINER_OPTS +
+               ["--device", dev, "--rootfs", os.path.join(work, "rootfs"), "/probe"] +
+               PROBE_NODES)
+    if not res.ok(r.returncode == 0, "lent: create a container of %s" % dev, show(r)):
+        return
+
+    def start(what):
+        r = podman(["start", "--attach", name])
+        p = eu.parse_probe(r.stdout)
+        res.ok(r.returncode == 0 and p["dir"] == want_dir and p["nodes"] == want_nodes,
+               "lent: %s, the container gets %s" % (what, eu.describe_nodes(want_dir,
+                                                                            want_nodes)),
+               show(r))
+
+    start("first start")
+    r = run([sys.executable, a.mksysfs, "lend", sysroot, "mlx5_3", stash, "--with-netdev"])
+    if res.ok(r.returncode == 0, "lent: mlx5_3 moved away (mksysfs lend)", show(r)):
+        try:
+            r = generate(a, work, "/etc/cdi", a.hook)
+            with open("/etc/cdi/rdma.example-hca.json") as f:
+                names = {d["name"] for d in json.load(f)["devices"]}
+            res.ok(r.returncode == 0 and "mlx5_3" in names,
+                   "lent: generate again, the spec still defines mlx5_3", show(r))
+            start("restart in place while lent (the CDI name resolves)")
+        finally:
+            run([sys.executable, a.mksysfs, "unlend", sysroot, stash])
+    podman(["rm", "--force", "--time", "0", name])
 
 
 def main():
