@@ -153,6 +153,21 @@ int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *k
 	return 0;
 }
 
+int daemon_build_spec(const struct daemon *dm, const struct disc_node *node,
+		      const struct cfg_assignment *a, cJSON **ret_spec)
+{
+	_cleanup_free_ bool *move = calloc(node->n_devices ? node->n_devices : 1, sizeof(*move));
+	struct spec_options o = dm->spec;
+
+	if (!move)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices && i < a->n_devices; i++)
+		move[i] = a->pool_of[i] >= 0 && (size_t)a->pool_of[i] < dm->cfg->n_pools &&
+			  dm->cfg->pools[a->pool_of[i]].netns == CFG_NETNS_MOVE;
+	o.netns_move_of = move;
+	return spec_build(node, &o, ret_spec);
+}
+
 static void log_change(void *userdata, enum disc_change what, const struct disc_device *d,
 		       const char *reason)
 {
