@@ -111,6 +111,9 @@ struct daemon {
 	const char *cfg_path;
 	struct spec_options spec; /* flags over the config */
 	const char *spec_dir;
+	/* The kernel's RDMA netns mode: read at start and again with each scan (one netlink
+	 * round trip), before ops->scanned; DISC_NETNS_UNKNOWN without RDMA netlink. */
+	enum disc_netns_mode netns_mode;
 	bool pools_loud; /* log the pool warnings of the next scan at warning level */
 	bool applied;	 /* a scan was applied: the start is over */
 	bool stopping;
