@@ -249,48 +249,20 @@ static int add_device(cJSON *devices, const char *name, const struct disc_device
 	return r;
 }
 
-int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec)
+/* Each emitted device by its RDMA name, its ID and its index, then "all". -ENODEV when
+ * none is emitted. */
+static int add_devices(cJSON *devices, const struct disc_node *node, const bool *emit,
+		       char (*ids)[SPEC_ID_MAX + 1], const struct spec_options *opts,
+		       const char *dev_root)
 {
-	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
-	const char *dev_root = opts->dev_root ? opts->dev_root : "/dev";
-	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
-	_cleanup_free_ char(*ids)[SPEC_ID_MAX + 1] = NULL;
-	_cleanup_free_ bool *emit = NULL;
-	cJSON *devices, *all_nodes, *all_edits, *version;
+	cJSON *all_nodes, *all_edits;
 	size_t index = 0;
 	int r;
 
-	if (!cdi_kind_is_valid(kind))
-		return -EINVAL;
-	if (dev_root[0] != '/')
-		return -EINVAL;
-
-	emit = calloc(node->n_devices ? node->n_devices : 1, sizeof(*emit));
-	if (!emit)
-		return -ENOMEM;
-	for (size_t i = 0; i < node->n_devices; i++)
-		emit[i] = disc_device_usable(&node->devices[i]) &&
-			  rdma_name_is_cdi_safe(node->devices[i].name);
-	ids = spec_ids(node, emit);
-	if (!ids)
-		return -ENOMEM;
-
-	spec = cJSON_CreateObject();
-	if (!spec)
-		return -ENOMEM;
-	/* Placeholder: the version is computed from the finished tree below. */
-	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
-	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
-		return -ENOMEM;
-	devices = cJSON_AddArrayToObject(spec, "devices");
-	if (!devices)
-		return -ENOMEM;
-
 	for (size_t i = 0; i < node->n_devices; i++) {
 		const struct disc_device *dev = &node->devices[i];
-		char index_name[32];
-
 		bool move = moves_netns(opts, i);
+		char index_name[32];
 
 		if (!emit[i])
 			continue;
@@ -319,6 +291,48 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec)
+{
+	const char *kind = opts->kind ? opts->kind : SPEC_DEFAULT_KIND;
+	const char *dev_root = opts->dev_root ? opts->dev_root : "/dev";
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
+	_cleanup_free_ char(*ids)[SPEC_ID_MAX + 1] = NULL;
+	_cleanup_free_ bool *emit = NULL;
+	cJSON *devices, *version;
+	int r;
+
+	if (!cdi_kind_is_valid(kind))
+		return -EINVAL;
+	if (dev_root[0] != '/')
+		return -EINVAL;
+
+	emit = calloc(node->n_devices ? node->n_devices : 1, sizeof(*emit));
+	if (!emit)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices; i++)
+		emit[i] = disc_device_usable(&node->devices[i]) &&
+			  rdma_name_is_cdi_safe(node->devices[i].name);
+	ids = spec_ids(node, emit);
+	if (!ids)
+		return -ENOMEM;
+
+	spec = cJSON_CreateObject();
+	if (!spec)
+		return -ENOMEM;
+	/* Placeholder: the version is computed from the finished tree below. */
+	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
+	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
+		return -ENOMEM;
+	devices = cJSON_AddArrayToObject(spec, "devices");
+	if (!devices)
+		return -ENOMEM;
+
+	r = add_devices(devices, node, emit, ids, opts, dev_root);
+	if (r < 0)
+		return r;
 
 	r = add_spec_edits(spec, node, opts, dev_root);
 	if (r < 0)
