@@ -180,7 +180,7 @@ static int apply(struct bridge *b, const struct disc_node *node, bool force)
 	r = daemon_assign(&b->dm, node, "the device lists stay as they were", &a);
 	if (r < 0)
 		return r;
-	r = spec_build(node, &b->dm.spec, &spec);
+	r = daemon_build_spec(&b->dm, node, a, &spec);
 	if (r < 0 && r != -ENODEV)
 		return log_error_errno(r, "building the CDI spec failed");
 	if (r == -ENODEV) {
@@ -222,6 +222,7 @@ static void on_scanned(void *userdata, int error, enum disc_follow_reason reason
 	/* b->dm.follow is NULL while disc_follow_new() reports a scan it could not start. */
 	dp_metrics_rescan(b->metrics, reason_name[reason], error >= 0,
 			  b->dm.follow ? disc_follow_last_scan_usec(b->dm.follow) : 0);
+	dp_metrics_netns_mode(b->metrics, disc_netns_mode_name(b->dm.netns_mode));
 }
 
 static int on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)

@@ -54,6 +54,7 @@ struct dp_metrics {
 	struct histogram rescan_h;
 	uint64_t spec_write_failures;
 	uint64_t reloads[2]; /* applied, rejected */
+	const char *netns_mode; /* a constant, NULL: unknown */
 	struct MHD_Daemon *httpd;
 	char address[ADDRESS_MAX];
 };
@@ -205,6 +206,15 @@ void dp_metrics_config_reload(struct dp_metrics *m, bool applied)
 		return;
 	pthread_mutex_lock(&m->lock);
 	m->reloads[!applied]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void dp_metrics_netns_mode(struct dp_metrics *m, const char *mode)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->netns_mode = mode;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -376,6 +386,11 @@ static void render(struct text *t, const struct dp_metrics *m)
 	    (unsigned long long)m->reloads[0]);
 	put(t, "rdma_cdi_config_reloads_total{result=\"rejected\"} %llu\n",
 	    (unsigned long long)m->reloads[1]);
+	put_family(t, "rdma_cdi_netns_mode", "gauge",
+		   "The kernel's RDMA netns mode (unknown: no RDMA netlink); always 1.");
+	put(t, "rdma_cdi_netns_mode{mode=\"");
+	put_label(t, m->netns_mode ? m->netns_mode : "unknown");
+	put(t, "\"} 1\n");
 }
 
 int dp_metrics_render(struct dp_metrics *m, char **ret, size_t *ret_len)

@@ -88,6 +88,9 @@ void dp_metrics_devices_end(struct dp_metrics *m);
 void dp_metrics_rescan(struct dp_metrics *m, const char *reason, bool ok, uint64_t usec);
 void dp_metrics_spec_write_failed(struct dp_metrics *m);
 void dp_metrics_config_reload(struct dp_metrics *m, bool applied);
+/* The kernel's RDMA netns mode, a constant string ("exclusive", "shared", "unknown"):
+ * rdma_cdi_netns_mode{mode="..."} 1. Before the first call the mode is "unknown". */
+void dp_metrics_netns_mode(struct dp_metrics *m, const char *mode);
 
 /* Microseconds of CLOCK_MONOTONIC, for the durations above. */
 uint64_t dp_metrics_now_usec(void);

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "netlink.h"
 
 enum { OPT_JSON = CLI_OPT_COMMAND };
 
@@ -37,7 +38,9 @@ static const struct cli_parser discover_parser = {
     .description = "Shows the RDMA devices of this node: each device with its PCI function, "
 		   "NUMA node, uverbs device and ports (link layer, state, netdev), and the "
 		   "rdma_cm node. A device is usable (has an INDEX) when it has a uverbs "
-		   "device. Problems found on the way are printed as warnings.",
+		   "device. Then the running kernel's RDMA netns mode (exclusive, shared, or "
+		   "unknown without RDMA netlink). Problems found on the way are printed as "
+		   "warnings.",
     .options = discover_options,
     .footer = "Exit status: 0 success (also when the node has no RDMA device), 1 failure, "
 	      "2 bad usage.",
@@ -106,10 +109,24 @@ static void print_table(const struct disc_node *node)
 		printf("rdma_cm: none (rdma_ucm not loaded?)\n");
 }
 
+/* The running kernel's RDMA netns mode, whatever --sysfs-root says: unknown when the
+ * kernel has no RDMA netlink (no error), and when the read fails (a warning says why). */
+static enum disc_netns_mode netns_mode(void)
+{
+	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	int r = disc_netns_mode_read(&mode, &err);
+
+	if (r < 0)
+		log_warning("RDMA netns mode unknown: %s", rc_error_msg(err, r));
+	return r < 0 ? DISC_NETNS_UNKNOWN : mode;
+}
+
 int cmd_discover(int argc, char **argv)
 {
 	struct discover_args a = {};
 	struct disc_node *node = NULL;
+	enum disc_netns_mode mode;
 	int r;
 
 	r = cli_parse(&discover_parser, &a, &a.common, argc, argv, NULL);
@@ -123,12 +140,16 @@ int cmd_discover(int argc, char **argv)
 
 	if (disc_node_count_usable(node) == 0)
 		cli_explain_no_device(&a.common, node, LOG_LVL_WARNING);
+	mode = netns_mode();
 	if (a.json) {
 		_cleanup_(cJSON_Deletep) cJSON *j = disc_node_to_json(node);
 
+		if (j && !cJSON_AddStringToObject(j, "netnsMode", disc_netns_mode_name(mode)))
+			cJSON_Delete(TAKE_PTR(j));
 		r = cli_print_json(j);
 	} else {
 		print_table(node);
+		printf("RDMA netns mode: %s\n", disc_netns_mode_name(mode));
 		r = fflush(stdout) == 0 ? 0 : EXIT_FAIL;
 	}
 out:

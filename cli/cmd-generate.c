@@ -15,6 +15,7 @@ enum {
 	OPT_OUTPUT = CLI_OPT_COMMAND,
 	OPT_FORMAT,
 	OPT_WATCH,
+	OPT_NETNS_MOVE,
 };
 
 struct generate_args {
@@ -39,6 +40,10 @@ static const struct cli_option generate_options[] = {
      "and renames, SIGHUP, config edits (an invalid one is refused and the previous config "
      "stays); for a systemd unit (sd_notify READY=1)"},
     CLI_OPTION_RESCAN_INTERVAL,
+    {"netns-move", no_argument, OPT_NETNS_MOVE, NULL,
+     "each device's hook moves it into the container's network namespace (RDMA netns mode "
+     "exclusive; a container in the host's namespace is left alone); the container fails "
+     "to start when the kernel cannot move it"},
     CLI_OPTIONS_SPEC,
     CLI_OPTIONS_GLOBAL,
     {},
@@ -60,6 +65,9 @@ static int generate_option(void *ctx, int opt, const char *arg)
 		break;
 	case OPT_WATCH:
 		a->watch = true;
+		break;
+	case OPT_NETNS_MOVE:
+		a->common.spec.netns_move = true;
 		break;
 	}
 	return 0;

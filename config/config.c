@@ -80,6 +80,11 @@ const char *cfg_mode_to_string(enum cfg_mode m)
 	return m == CFG_MODE_SHARED ? "shared" : "exclusive";
 }
 
+const char *cfg_netns_to_string(enum cfg_netns n)
+{
+	return n == CFG_NETNS_MOVE ? "move" : "none";
+}
+
 /* ---- comparison --------------------------------------------------------------------- */
 
 static bool str_equal(const char *a, const char *b)
@@ -125,6 +130,7 @@ bool cfg_pool_equal(const struct cfg_pool *a, const struct cfg_pool *b)
 		return a == b;
 	return str_equal(a->resource_name, b->resource_name) && a->mode == b->mode &&
 	       a->shared_slots == b->shared_slots && a->nccl_env == b->nccl_env &&
+	       a->netns == b->netns &&
 	       selectors_equal(&a->sel, &b->sel);
 }
 

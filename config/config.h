@@ -49,6 +49,10 @@
 
 enum cfg_mode { CFG_MODE_EXCLUSIVE, CFG_MODE_SHARED };
 
+/* A pool's `netns`: whether the spec's createRuntime hook moves each of the container's
+ * RDMA devices into the container's network namespace (RDMA netns mode exclusive). */
+enum cfg_netns { CFG_NETNS_NONE, CFG_NETNS_MOVE };
+
 /*
  * A pool's device selection. An absent key (n_* == 0, vf == -1) does not restrict;
  * present keys AND together, the values inside one key OR. A key given in the file
@@ -81,6 +85,7 @@ struct cfg_pool {
 	enum cfg_mode mode;
 	unsigned shared_slots; /* 1..CFG_SHARED_SLOTS_MAX in shared mode, 0 in exclusive */
 	bool nccl_env;
+	enum cfg_netns netns; /* CFG_NETNS_MOVE only with CFG_MODE_EXCLUSIVE */
 	struct cfg_selectors sel;
 	unsigned line, column; /* where the pool starts in the file (1-based), 0 = default */
 };
@@ -196,3 +201,5 @@ const char *cfg_resource_name_problem(const char *name);
 
 /* "exclusive" / "shared". */
 const char *cfg_mode_to_string(enum cfg_mode m);
+/* "none" / "move". */
+const char *cfg_netns_to_string(enum cfg_netns n);

@@ -429,18 +429,49 @@ static int parse_selectors(const struct ydoc *x, const struct ydoc_node *n, cons
 
 /* ---- pools -------------------------------------------------------------------------- */
 
-enum { POOL_RESOURCE, POOL_MODE, POOL_SLOTS, POOL_NCCL, POOL_SELECTORS, POOL_N };
+enum { POOL_RESOURCE, POOL_MODE, POOL_SLOTS, POOL_NCCL, POOL_NETNS, POOL_SELECTORS, POOL_N };
 
 static const char *const pool_keys[POOL_N] = {
     [POOL_RESOURCE] = "resourceName", [POOL_MODE] = "mode",	      [POOL_SLOTS] = "sharedSlots",
-    [POOL_NCCL] = "ncclEnv",	      [POOL_SELECTORS] = "selectors",
+    [POOL_NCCL] = "ncclEnv",	      [POOL_NETNS] = "netns",	      [POOL_SELECTORS] = "selectors",
 };
+
+/* A scalar that must be one of two words (mode, netns): *ret the word's index. */
+static int parse_word2(const struct ydoc *x, const struct ydoc_node *n, const char *path,
+		       const char *w0, const char *w1, int *ret)
+{
+	char g[160];
+
+	if (n->type == YDOC_SCALAR && (!strcmp(n->value, w0) || !strcmp(n->value, w1))) {
+		*ret = strcmp(n->value, w0) ? 1 : 0;
+		return 0;
+	}
+	return fail(x, n, path, "expected %s or %s, %s", w0, w1, ydoc_got(g, sizeof(g), n));
+}
+
+/* netns: move gives each device to the one container's network namespace; a shared pool
+ * gives one device to several pods at once, so the two cannot go together. */
+static int parse_pool_netns(const struct ydoc *x, const struct ydoc_node *n, const char *path,
+			    struct cfg_pool *p)
+{
+	int w, r;
+
+	r = parse_word2(x, n, path, "none", "move", &w);
+	if (r < 0)
+		return r;
+	p->netns = w ? CFG_NETNS_MOVE : CFG_NETNS_NONE;
+	if (p->netns == CFG_NETNS_MOVE && p->mode == CFG_MODE_SHARED)
+		return fail(x, n, path,
+			    "move needs mode: exclusive (a device in one pod's network "
+			    "namespace cannot be shared with other pods)");
+	return 0;
+}
 
 static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const char *path,
 		      struct cfg_pool *p, const struct ydoc_node **ret_resource)
 {
 	const struct ydoc_node *v[POOL_N], *k[POOL_N];
-	char kp[POOL_N][96], q[96], g[160];
+	char kp[POOL_N][96], q[96];
 	const char *s = NULL, *why;
 	int r;
 
@@ -471,15 +502,12 @@ static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const cha
 
 	p->mode = CFG_MODE_EXCLUSIVE;
 	if (v[POOL_MODE]) {
-		const struct ydoc_node *m = v[POOL_MODE];
+		int w;
 
-		if (m->type == YDOC_SCALAR && !strcmp(m->value, "exclusive"))
-			p->mode = CFG_MODE_EXCLUSIVE;
-		else if (m->type == YDOC_SCALAR && !strcmp(m->value, "shared"))
-			p->mode = CFG_MODE_SHARED;
-		else
-			return fail(x, m, kp[POOL_MODE], "expected exclusive or shared, %s",
-				    ydoc_got(g, sizeof(g), m));
+		r = parse_word2(x, v[POOL_MODE], kp[POOL_MODE], "exclusive", "shared", &w);
+		if (r < 0)
+			return r;
+		p->mode = w ? CFG_MODE_SHARED : CFG_MODE_EXCLUSIVE;
 	}
 	if (v[POOL_SLOTS]) {
 		long long slots;
@@ -500,6 +528,8 @@ static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const cha
 	}
 	if (v[POOL_NCCL] &&
 	    (r = ydoc_bool(x, v[POOL_NCCL], kp[POOL_NCCL], false, &p->nccl_env)) < 0)
+		return r;
+	if (v[POOL_NETNS] && (r = parse_pool_netns(x, v[POOL_NETNS], kp[POOL_NETNS], p)) < 0)
 		return r;
 	if (v[POOL_SELECTORS] &&
 	    (r = parse_selectors(x, v[POOL_SELECTORS], kp[POOL_SELECTORS], &p->sel)) < 0)

@@ -304,6 +304,8 @@ int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, str
 			fprintf(out, ", %u slots per HCA", p->shared_slots);
 		if (p->nccl_env)
 			fprintf(out, ", ncclEnv");
+		if (p->netns != CFG_NETNS_NONE)
+			fprintf(out, ", netns %s", cfg_netns_to_string(p->netns));
 		fprintf(out, ", %zu HCA%s, %zu device ID%s\n", n, n == 1 ? "" : "s",
 			n * (p->mode == CFG_MODE_SHARED ? p->shared_slots : 1),
 			n * (p->mode == CFG_MODE_SHARED ? p->shared_slots : 1) == 1 ? "" : "s");

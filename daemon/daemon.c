@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "keeper.h"
 #include "loop.h"
+#include "netlink.h"
 #include "watch.h"
 
 /* ---- directories ------------------------------------------------------------------------ */
@@ -153,10 +154,47 @@ int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *k
 	return 0;
 }
 
+int daemon_build_spec(const struct daemon *dm, const struct disc_node *node,
+		      const struct cfg_assignment *a, cJSON **ret_spec)
+{
+	_cleanup_free_ bool *move = calloc(node->n_devices ? node->n_devices : 1, sizeof(*move));
+	struct spec_options o = dm->spec;
+
+	if (!move)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices && i < a->n_devices; i++)
+		move[i] = a->pool_of[i] >= 0 && (size_t)a->pool_of[i] < dm->cfg->n_pools &&
+			  dm->cfg->pools[a->pool_of[i]].netns == CFG_NETNS_MOVE;
+	o.netns_move_of = move;
+	return spec_build(node, &o, ret_spec);
+}
+
 static void log_change(void *userdata, enum disc_change what, const struct disc_device *d,
 		       const char *reason)
 {
 	disc_log_change(what, d, reason);
+}
+
+/* The kernel's RDMA netns mode into dm->netns_mode; logged at start, then when it changed.
+ * Unknown is said once with why: no RDMA netlink (no error), or a read that failed. */
+static void read_netns_mode(struct daemon *dm, bool start)
+{
+	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	int r = disc_netns_mode_read(&mode, &err);
+
+	if (r < 0)
+		mode = DISC_NETNS_UNKNOWN;
+	if (!start && mode == dm->netns_mode)
+		return;
+	dm->netns_mode = mode;
+	if (r < 0)
+		log_warning("RDMA netns mode: unknown (%s)", rc_error_msg(err, r));
+	else if (mode == DISC_NETNS_UNKNOWN)
+		log_info("RDMA netns mode: unknown (the kernel has no RDMA netlink: ib_core is not "
+			 "loaded)");
+	else
+		log_info("RDMA netns mode: %s", disc_netns_mode_name(mode));
 }
 
 static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,
@@ -166,6 +204,7 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 	bool loud = reason == DISC_FOLLOW_START || reason == DISC_FOLLOW_REQUEST;
 	bool changed;
 
+	read_netns_mode(dm, false);
 	if (dm->ops->scanned)
 		dm->ops->scanned(dm->userdata, error, reason);
 	dm->pools_loud |= loud;
@@ -391,6 +430,8 @@ static int daemon_start(struct daemon *dm)
 	r = open_loop(dm);
 	if (r >= 0)
 		r = load_config(dm);
+	if (r >= 0)
+		read_netns_mode(dm, true);
 	if (r >= 0 && dm->ops->attach)
 		r = dm->ops->attach(dm->userdata);
 	if (r >= 0)

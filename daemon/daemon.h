@@ -111,6 +111,9 @@ struct daemon {
 	const char *cfg_path;
 	struct spec_options spec; /* flags over the config */
 	const char *spec_dir;
+	/* The kernel's RDMA netns mode: read at start and again with each scan (one netlink
+	 * round trip), before ops->scanned; DISC_NETNS_UNKNOWN without RDMA netlink. */
+	enum disc_netns_mode netns_mode;
 	bool pools_loud; /* log the pool warnings of the next scan at warning level */
 	bool applied;	 /* a scan was applied: the start is over */
 	bool stopping;
@@ -155,6 +158,12 @@ bool daemon_write_spec(struct daemon *dm, const cJSON *spec, size_t n_usable);
  */
 int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *kept,
 		  struct cfg_assignment **ret);
+
+/* spec_build() of node with the flags and config in force: the devices a assigns to a
+ * pool with `netns: move` get the hook that moves them into the container's network
+ * namespace. spec_build()'s returns. Does not log. */
+int daemon_build_spec(const struct daemon *dm, const struct disc_node *node,
+		      const struct cfg_assignment *a, cJSON **ret_spec);
 
 /* An absolute copy of dir (a relative one is taken from the working directory) without
  * trailing slashes ("dir/" would make "dir//x.sock"). 0, -ENOMEM, or getcwd()'s -errno. */

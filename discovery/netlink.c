@@ -66,11 +66,16 @@ size_t disc_nl_sys_get(void *buf, uint32_t seq)
 size_t disc_nl_dev_get(void *buf, uint32_t seq, const char *name)
 {
 	size_t n = strnlen(name, NL_DEV_NAME_MAX);
+	size_t len;
 
 	if (n == 0 || n >= NL_DEV_NAME_MAX)
 		return 0;
-	nl_header(buf, seq, RDMA_NLDEV_CMD_GET);
-	return nl_put(buf, RDMA_NLDEV_ATTR_DEV_NAME, name, n + 1);
+	/* nldev_get_doit() refuses a request without RDMA_NLDEV_ATTR_DEV_INDEX (EINVAL, seen
+	 * on Debian's 6.1): by name, only the dump finds a device. No ACK: a dump ends with
+	 * NLMSG_DONE. */
+	len = nl_header(buf, seq, RDMA_NLDEV_CMD_GET);
+	((struct nlmsghdr *)buf)->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	return len;
 }
 
 size_t disc_nl_set_netns(void *buf, uint32_t seq, uint32_t dev_index, uint32_t netns_fd)
@@ -163,6 +168,32 @@ static int nl_error(const struct nlmsghdr *h, struct disc_nl_answer *ans)
 	return 0;
 }
 
+/* One nldev message into ans: all of it, or with ans->match only the device of that name
+ * (a dump's other devices are read, checked and dropped). */
+static int nl_message(const struct nlmsghdr *h, struct disc_nl_answer *ans)
+{
+	struct disc_nl_answer m = {.netns_mode = -1};
+	int r = nl_attrs((const char *)h + NLMSG_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN, &m);
+
+	if (r < 0)
+		return r;
+	if (ans->match && strcmp(m.name, ans->match) != 0)
+		return 0;
+	if (m.netns_mode >= 0)
+		ans->netns_mode = m.netns_mode;
+	if (m.have_index) {
+		ans->have_index = true;
+		ans->index = m.index;
+	}
+	if (m.name[0])
+		memcpy(ans->name, m.name, sizeof(ans->name));
+	if (m.have_ndev) {
+		ans->have_ndev = true;
+		ans->ndev_index = m.ndev_index;
+	}
+	return 0;
+}
+
 int disc_nl_parse(const void *buf, size_t len, uint32_t seq, struct disc_nl_answer *ans)
 {
 	const char *p = buf;
@@ -180,7 +211,7 @@ int disc_nl_parse(const void *buf, size_t len, uint32_t seq, struct disc_nl_answ
 			else if (h->nlmsg_type == NLMSG_DONE)
 				ans->done = true;
 			else if (RDMA_NL_GET_CLIENT(h->nlmsg_type) == RDMA_NL_NLDEV)
-				r = nl_attrs(p + NLMSG_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN, ans);
+				r = nl_message(h, ans);
 			if (r < 0)
 				return r;
 		}
@@ -216,7 +247,8 @@ static int nl_open(void)
 
 /* Sends req and reads answers until the ACK: 0 with *ans filled (ans->error is the
  * kernel's verdict), or -errno when the exchange itself failed. */
-static int nl_exchange(const void *req, size_t len, uint32_t seq, struct disc_nl_answer *ans)
+static int nl_exchange(const void *req, size_t len, uint32_t seq, const char *match,
+		       struct disc_nl_answer *ans)
 {
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
 	_cleanup_free_ char *buf = malloc(DISC_NL_ANSWER_MAX);
@@ -226,7 +258,7 @@ static int nl_exchange(const void *req, size_t len, uint32_t seq, struct disc_nl
 		return fd;
 	if (!buf)
 		return -ENOMEM;
-	*ans = (struct disc_nl_answer){.netns_mode = -1};
+	*ans = (struct disc_nl_answer){.netns_mode = -1, .match = match};
 	if (sendto(fd, req, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
 		return -errno;
 	/* Only the kernel's datagrams count (port id 0), and a bounded number of others: a
@@ -258,7 +290,7 @@ int disc_netns_mode_read(enum disc_netns_mode *ret_mode, struct rc_error **err)
 	struct disc_nl_answer ans;
 	int r;
 
-	r = nl_exchange(req, disc_nl_sys_get(req, 1), 1, &ans);
+	r = nl_exchange(req, disc_nl_sys_get(req, 1), 1, NULL, &ans);
 	/* No RDMA netlink at all, or a kernel that does not know SYS_GET (before 5.2). */
 	if (r == -EPROTONOSUPPORT || r == -EAFNOSUPPORT ||
 	    (r == 0 && (ans.error == -EOPNOTSUPP || ans.error == -EINVAL))) {
@@ -287,7 +319,7 @@ int disc_nl_dev_index(const char *name, uint32_t *ret_index, struct rc_error **e
 	if (len == 0)
 		return rc_error_set(err, -EINVAL, "not an RDMA device name: %zu bytes",
 				    strlen(name));
-	r = nl_exchange(req, len, 2, &ans);
+	r = nl_exchange(req, len, 2, name, &ans);
 	if (r < 0)
 		return rc_error_set(err, r, "RDMA netlink: looking up %s: %s", name, strerror(-r));
 	if (ans.error == -ENODEV || (ans.error == 0 && !ans.have_index))
@@ -306,7 +338,7 @@ int disc_nl_port_has_netdev(const char *name, uint32_t dev_index, struct rc_erro
 	struct disc_nl_answer ans;
 	int r;
 
-	r = nl_exchange(req, disc_nl_port_get(req, 4, dev_index), 4, &ans);
+	r = nl_exchange(req, disc_nl_port_get(req, 4, dev_index), 4, NULL, &ans);
 	if (r < 0)
 		return rc_error_set(err, r, "RDMA netlink: port 1 of %s: %s", name, strerror(-r));
 	if (ans.error < 0)
@@ -324,7 +356,8 @@ int disc_nl_move_to_netns(const char *name, uint32_t dev_index, int netns_fd,
 
 	if (netns_fd < 0)
 		return rc_error_set(err, -EBADF, "%s: no network namespace to move to", name);
-	r = nl_exchange(req, disc_nl_set_netns(req, 3, dev_index, (uint32_t)netns_fd), 3, &ans);
+	r = nl_exchange(req, disc_nl_set_netns(req, 3, dev_index, (uint32_t)netns_fd), 3, NULL,
+			&ans);
 	if (r < 0)
 		return rc_error_set(err, r, "RDMA netlink: moving %s: %s", name, strerror(-r));
 	if (ans.error < 0)

@@ -27,8 +27,11 @@
 /*
  * Requests, written into buf (at least DISC_NL_REQUEST_MAX bytes): their length.
  *   sys_get   RDMA_NLDEV_CMD_SYS_GET (the netns mode), with an ACK;
- *   dev_get   RDMA_NLDEV_CMD_GET for one device by name (RDMA_NLDEV_ATTR_DEV_NAME), with an
- *             ACK; 0 when name is empty or longer than the kernel's 64 bytes;
+ *   dev_get   RDMA_NLDEV_CMD_GET as a dump of every device of the namespace (REQUEST|DUMP,
+ *             no attribute, ended by NLMSG_DONE): the kernel's GET of one device needs its
+ *             index and answers EINVAL without, so a name is found among the dump's answers
+ *             (disc_nl_answer.match); 0 when name is empty or longer than the kernel's 64
+ *             bytes;
  *   set_netns RDMA_NLDEV_CMD_SET with RDMA_NLDEV_ATTR_DEV_INDEX and RDMA_NLDEV_NET_NS_FD,
  *             with an ACK.
  */
@@ -41,6 +44,9 @@ size_t disc_nl_port_get(void *buf, uint32_t seq, uint32_t dev_index);
 
 /* What one received datagram said about the request seq. */
 struct disc_nl_answer {
+	/* Set by the caller: only the GET answer for this device name counts (a dump answers
+	 * one message per device); NULL takes every message. */
+	const char *match;
 	bool done;	   /* the ACK (or an error) arrived: nothing more will come */
 	int error;	   /* the kernel's error for the request (-errno), 0 when none */
 	int netns_mode;	   /* from a SYS_GET answer: enum disc_netns_mode, -1 when none */
@@ -53,7 +59,7 @@ struct disc_nl_answer {
 
 /*
  * Reads one datagram buf[0..len) of answers to request seq into *ans (which the caller
- * zeroes once per request, netns_mode -1; several datagrams accumulate). Messages of
+ * zeroes once per request, netns_mode -1, match set; several datagrams accumulate). Messages of
  * other sequence numbers are skipped. 0, or -EBADMSG when a message or an attribute is
  * cut or lies about its length (*ans is then undefined).
  */

@@ -232,12 +232,13 @@ static void publish(struct dra *d)
  * retries), and one that left and came back is offered again when the file on disk still
  * defines it.
  */
-static void write_spec(struct dra *d, const struct disc_node *node)
+static void write_spec(struct dra *d, const struct disc_node *node,
+		       const struct cfg_assignment *a)
 {
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	int r;
 
-	r = spec_build(node, &d->dm.spec, &spec);
+	r = daemon_build_spec(&d->dm, node, a, &spec);
 	if (r == -ENODEV) {
 		if (!d->dm.applied)
 			log_warning("no usable RDMA device found: publishing none, CDI spec left "
@@ -270,7 +271,7 @@ static int apply(struct dra *d, const struct disc_node *node, bool write)
 	if (r < 0)
 		return r;
 	if (write)
-		write_spec(d, node);
+		write_spec(d, node, a);
 	r = dra_inventory_build(node, d->dm.cfg, a, d->dm.spec.kind, &inv);
 	if (r < 0)
 		return log_error_errno(r, "building the device inventory failed");

@@ -4,7 +4,10 @@
  *
  * Layout of what we emit (cdi-facts.md): per-device edits carry that HCA's uverbs node
  * (and umad/issm with --with-mad); spec-level edits carry what every RDMA container needs
- * once: the rdma_cm node and the createRuntime hook that raises RLIMIT_MEMLOCK.
+ * once: the rdma_cm node and the createRuntime hook that raises RLIMIT_MEMLOCK. A device
+ * of a pool with `netns: move` also carries its own createRuntime hook that moves it into
+ * the container's network namespace: CDI merges each injected device's hooks, so a
+ * container given two devices runs two moves, one per device.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -63,9 +66,53 @@ static int add_device_nodes(cJSON *nodes, const struct disc_device *dev,
 	return 0;
 }
 
-static cJSON *new_device(cJSON *devices, const char *name)
+/* Appends to edits' hooks (created when missing) one createRuntime hook running the
+ * hook binary with args[0] SPEC_HOOK_ARG0 and arg; -ENOMEM. */
+static int add_hook(cJSON *edits, const struct spec_options *opts, const char *arg)
 {
-	cJSON *d = cJSON_CreateObject(), *edits, *nodes;
+	const char *hook = opts->hook_path ? opts->hook_path : RDMA_CDI_HOOK_PATH;
+	cJSON *hooks = cJSON_GetObjectItemCaseSensitive(edits, "hooks"), *h, *args;
+
+	if (!hooks)
+		hooks = cJSON_AddArrayToObject(edits, "hooks");
+	h = cJSON_CreateObject();
+	if (!hooks || !h || !cJSON_AddItemToArray(hooks, h))
+		return cJSON_Delete(h), -ENOMEM;
+	/* createRuntime: the only hook stage whose pid is the container's init as seen from
+	 * the host with both runc and crun (cdi-facts.md). */
+	if (!cJSON_AddStringToObject(h, "hookName", "createRuntime") ||
+	    !cJSON_AddStringToObject(h, "path", hook))
+		return -ENOMEM;
+	args = cJSON_AddArrayToObject(h, "args");
+	if (!args || !cJSON_AddItemToArray(args, cJSON_CreateString(SPEC_HOOK_ARG0)) ||
+	    !cJSON_AddItemToArray(args, cJSON_CreateString(arg)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The hook that moves dev into the container's network namespace; a RoCE device's
+ * netdev must be there too, which the hook checks. */
+static int add_netns_hook(cJSON *edits, const struct disc_device *dev,
+			  const struct spec_options *opts)
+{
+	_cleanup_free_ char *arg = NULL;
+	bool roce = dev->n_ports > 0 && strcmp(dev->ports[0].link_layer, "Ethernet") == 0;
+
+	arg = strdup_printf("--netns-move%s=%s", roce ? "-roce" : "", dev->name);
+	if (!arg)
+		return -ENOMEM;
+	return add_hook(edits, opts, arg);
+}
+
+static bool moves_netns(const struct spec_options *opts, size_t i)
+{
+	return opts->netns_move || (opts->netns_move_of && opts->netns_move_of[i]);
+}
+
+/* A new device entry: its deviceNodes array (in *ret_nodes) and its edits. */
+static cJSON *new_device(cJSON *devices, const char *name, cJSON **ret_nodes)
+{
+	cJSON *d = cJSON_CreateObject(), *edits;
 
 	if (!d || !cJSON_AddItemToArray(devices, d))
 		return cJSON_Delete(d), NULL;
@@ -74,8 +121,8 @@ static cJSON *new_device(cJSON *devices, const char *name)
 	edits = cJSON_AddObjectToObject(d, "containerEdits");
 	if (!edits)
 		return NULL;
-	nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
-	return nodes;
+	*ret_nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
+	return *ret_nodes ? edits : NULL;
 }
 
 /*
@@ -92,10 +139,9 @@ static bool rdma_name_is_cdi_safe(const char *name)
 static int add_spec_edits(cJSON *spec, const struct disc_node *node,
 			  const struct spec_options *opts, const char *dev_root)
 {
-	const char *hook = opts->hook_path ? opts->hook_path : RDMA_CDI_HOOK_PATH;
 	const char *memlock = opts->memlock ? opts->memlock : "unlimited";
 	_cleanup_free_ char *memlock_arg = strdup_printf("--memlock=%s", memlock);
-	cJSON *edits, *hooks, *h, *args;
+	cJSON *edits;
 	int r;
 
 	if (!memlock_arg)
@@ -112,20 +158,7 @@ static int add_spec_edits(cJSON *spec, const struct disc_node *node,
 		if (r < 0)
 			return r;
 	}
-	hooks = cJSON_AddArrayToObject(edits, "hooks");
-	h = cJSON_CreateObject();
-	if (!hooks || !h || !cJSON_AddItemToArray(hooks, h))
-		return cJSON_Delete(h), -ENOMEM;
-	/* createRuntime: the only hook stage whose pid is the container's init as seen from
-	 * the host with both runc and crun (cdi-facts.md). */
-	if (!cJSON_AddStringToObject(h, "hookName", "createRuntime") ||
-	    !cJSON_AddStringToObject(h, "path", hook))
-		return -ENOMEM;
-	args = cJSON_AddArrayToObject(h, "args");
-	if (!args || !cJSON_AddItemToArray(args, cJSON_CreateString(SPEC_HOOK_ARG0)) ||
-	    !cJSON_AddItemToArray(args, cJSON_CreateString(memlock_arg)))
-		return -ENOMEM;
-	return 0;
+	return add_hook(edits, opts, memlock_arg);
 }
 
 void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC_ID_MAX + 1])
@@ -203,13 +236,62 @@ static char (*spec_ids(const struct disc_node *node, const bool *emit))[SPEC_ID_
 }
 
 static int add_device(cJSON *devices, const char *name, const struct disc_device *dev,
-		      const struct spec_options *opts, const char *dev_root)
+		      bool move, const struct spec_options *opts, const char *dev_root)
 {
-	cJSON *nodes = new_device(devices, name);
+	cJSON *nodes, *edits = new_device(devices, name, &nodes);
+	int r;
 
-	if (!nodes)
+	if (!edits)
 		return -ENOMEM;
-	return add_device_nodes(nodes, dev, opts, dev_root);
+	r = add_device_nodes(nodes, dev, opts, dev_root);
+	if (r >= 0 && move)
+		r = add_netns_hook(edits, dev, opts);
+	return r;
+}
+
+/* Each emitted device by its RDMA name, its ID and its index, then "all". -ENODEV when
+ * none is emitted. */
+static int add_devices(cJSON *devices, const struct disc_node *node, const bool *emit,
+		       char (*ids)[SPEC_ID_MAX + 1], const struct spec_options *opts,
+		       const char *dev_root)
+{
+	cJSON *all_nodes, *all_edits;
+	size_t index = 0;
+	int r;
+
+	for (size_t i = 0; i < node->n_devices; i++) {
+		const struct disc_device *dev = &node->devices[i];
+		bool move = moves_netns(opts, i);
+		char index_name[32];
+
+		if (!emit[i])
+			continue;
+		r = add_device(devices, dev->name, dev, move, opts, dev_root);
+		if (r >= 0 && ids[i][0])
+			r = add_device(devices, ids[i], dev, move, opts, dev_root);
+		/* The index alias: a convenience for podman users, not stable across hotplug. */
+		snprintf(index_name, sizeof(index_name), "%zu", index++);
+		if (r >= 0)
+			r = add_device(devices, index_name, dev, move, opts, dev_root);
+		if (r < 0)
+			return r;
+	}
+	if (index == 0)
+		return -ENODEV;
+
+	all_edits = new_device(devices, SPEC_ALL_DEVICE, &all_nodes);
+	if (!all_edits)
+		return -ENOMEM;
+	for (size_t i = 0; i < node->n_devices; i++) {
+		if (!emit[i])
+			continue;
+		r = add_device_nodes(all_nodes, &node->devices[i], opts, dev_root);
+		if (r >= 0 && moves_netns(opts, i))
+			r = add_netns_hook(all_edits, &node->devices[i], opts);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int spec_build(const struct disc_node *node, const struct spec_options *opts, cJSON **ret_spec)
@@ -219,8 +301,7 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_free_ char(*ids)[SPEC_ID_MAX + 1] = NULL;
 	_cleanup_free_ bool *emit = NULL;
-	cJSON *devices, *all_nodes, *version;
-	size_t index = 0;
+	cJSON *devices, *version;
 	int r;
 
 	if (!cdi_kind_is_valid(kind))
@@ -249,35 +330,9 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	if (!devices)
 		return -ENOMEM;
 
-	for (size_t i = 0; i < node->n_devices; i++) {
-		const struct disc_device *dev = &node->devices[i];
-		char index_name[32];
-
-		if (!emit[i])
-			continue;
-		r = add_device(devices, dev->name, dev, opts, dev_root);
-		if (r >= 0 && ids[i][0])
-			r = add_device(devices, ids[i], dev, opts, dev_root);
-		/* The index alias: a convenience for podman users, not stable across hotplug. */
-		snprintf(index_name, sizeof(index_name), "%zu", index++);
-		if (r >= 0)
-			r = add_device(devices, index_name, dev, opts, dev_root);
-		if (r < 0)
-			return r;
-	}
-	if (index == 0)
-		return -ENODEV;
-
-	all_nodes = new_device(devices, SPEC_ALL_DEVICE);
-	if (!all_nodes)
-		return -ENOMEM;
-	for (size_t i = 0; i < node->n_devices; i++) {
-		if (!emit[i])
-			continue;
-		r = add_device_nodes(all_nodes, &node->devices[i], opts, dev_root);
-		if (r < 0)
-			return r;
-	}
+	r = add_devices(devices, node, emit, ids, opts, dev_root);
+	if (r < 0)
+		return r;
 
 	r = add_spec_edits(spec, node, opts, dev_root);
 	if (r < 0)

@@ -33,6 +33,13 @@ struct spec_options {
 	const char *hook_path;  /* NULL = the installed rdma-cdi-hook */
 	const char *memlock;    /* hook target, NULL = "unlimited" */
 	bool with_mad;          /* add umadN/issmN of every port */
+	/* Each device's own edits get a createRuntime hook `rdma-cdi-hook --netns-move=DEV`
+	 * (--netns-move-roce=DEV for an Ethernet link layer) that moves it into the
+	 * container's network namespace (RDMA netns mode exclusive): every device with
+	 * netns_move (`generate --netns-move`), else those whose netns_move_of[i] is true,
+	 * indexed like node->devices (the pools with `netns: move`; NULL: none). */
+	bool netns_move;
+	const bool *netns_move_of;
 };
 
 /*

@@ -473,7 +473,7 @@ void doctor_check_verbs(struct doctor *d, size_t sysfs_usable)
 	disc_verbs_report_free(rep);
 }
 
-void doctor_check_netns(struct doctor *d)
+int doctor_check_netns(struct doctor *d)
 {
 	enum disc_netns_mode mode = DISC_NETNS_UNKNOWN;
 	_cleanup_rc_error_ struct rc_error *err = NULL;
@@ -494,8 +494,8 @@ void doctor_check_netns(struct doctor *d)
 		cJSON_AddNullToObject(data, "reason");
 		doctor_add_check(
 		    d, "netns", DOCTOR_WARN, data,
-		    "rdma system set netns shared (or move each device into its pod's "
-		    "network namespace with rdma-cni)",
+		    "move each device into its pod's network namespace (netns.isolation says "
+		    "what does), or rdma system set netns shared",
 		    "RDMA netns mode exclusive: a container sees an RDMA device only once it "
 		    "is moved into its network namespace");
 	} else {
@@ -504,4 +504,5 @@ void doctor_check_netns(struct doctor *d)
 		    d, "netns", DOCTOR_OK, data, NULL,
 		    "RDMA netns mode shared: every network namespace sees every device");
 	}
+	return r < 0 ? DISC_NETNS_UNKNOWN : mode;
 }

@@ -8,6 +8,7 @@
  *   doctor-runtime.c  the container runtimes' settings: containerd, its unit, CRI-O
  *   doctor-spec.c     the CDI spec dirs and our spec against what generate writes now
  *   doctor-report.c   the report: one JSON array of checks, rendered as text or JSON
+ *   doctor-netns.c    exclusive mode: the devices lent to pods, what moves them there
  *   doctor-config.c   the readers: a TOML subset and systemd unit settings
  *
  * A check never fails the run: it records what it found with doctor_add_check(). Only
@@ -55,7 +56,11 @@ void doctor_check_modules(struct doctor *d);
 void doctor_check_nodes(struct doctor *d, const struct disc_node *node);
 void doctor_check_memlock(struct doctor *d);
 void doctor_check_verbs(struct doctor *d, size_t sysfs_usable);
-void doctor_check_netns(struct doctor *d);
+/* The netns check returns the mode it read (enum disc_netns_mode) for the next. */
+int doctor_check_netns(struct doctor *d);
+/* doctor-netns.c: in exclusive mode (or with devices away from the host's namespace),
+ * which devices are away and whether anything moves devices into pods. */
+void doctor_check_netns_isolation(struct doctor *d, int netns_mode);
 void doctor_check_containerd(struct doctor *d);
 void doctor_check_containerd_unit(struct doctor *d);
 void doctor_check_crio(struct doctor *d);

@@ -89,7 +89,7 @@ int doctor_run(const struct doctor_options *o, struct doctor **ret, struct rc_er
 		doctor_check_nodes(d, node);
 		doctor_check_memlock(d);
 		doctor_check_verbs(d, node ? disc_node_count_usable(node) : 0);
-		doctor_check_netns(d);
+		doctor_check_netns_isolation(d, doctor_check_netns(d));
 		doctor_check_containerd(d);
 		doctor_check_containerd_unit(d);
 		doctor_check_crio(d);

@@ -1290,6 +1290,13 @@ def sc_metrics(c):
                              text=True).stdout.split()[1]
     tap.ok(metric(m, "rdma_cdi_build_info", version=version) == 1,
            "rdma_cdi_build_info{version=%s} 1" % version)
+    # The mode the start line logs is the one exported (this kernel's, whatever it is).
+    said = re.search(r"RDMA netns mode: (exclusive|shared|unknown)", b.log_text())
+    mode = said.group(1) if said else None
+    tap.ok(mode is not None and metric(m, "rdma_cdi_netns_mode", mode=mode) == 1 and
+           sum(1 for k in m if k[0] == "rdma_cdi_netns_mode") == 1,
+           "the start logs the RDMA netns mode and rdma_cdi_netns_mode{mode=%s} 1 exports it"
+           % mode, b.log_text())
     R = "rdma.example/ib"
     tap.ok(metric(m, "rdma_cdi_devices", resource=R, health="healthy") == 4 and
            metric(m, "rdma_cdi_devices", resource=R, health="unhealthy") == 0,

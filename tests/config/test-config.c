@@ -242,6 +242,14 @@ static const struct bad bads[] = {
     /* types */
     {"string where a bool is", "withMad: \"true\"\n", -EINVAL,
      "t.yaml:1:10: withMad: expected true or false, got the quoted string \"true\""},
+    {"netns is none or move", POOL "    netns: moved\n", -EINVAL,
+     "t.yaml:3:12: pools[0].netns: expected none or move, got \"moved\""},
+    {"netns: move in a shared pool", POOL "    mode: shared\n    sharedSlots: 2\n    netns: move\n",
+     -EINVAL,
+     "t.yaml:5:12: pools[0].netns: move needs mode: exclusive (a device in one pod's network "
+     "namespace cannot be shared with other pods)"},
+    {"netns takes no list", POOL "    netns: [move]\n", -EINVAL,
+     "t.yaml:3:12: pools[0].netns: expected none or move, got a list"},
     {"yes is not a bool", POOL "    ncclEnv: yes\n", -EINVAL,
      "t.yaml:3:14: pools[0].ncclEnv: expected true or false, got \"yes\""},
     {"list where a bool is", SEL "      vf: [true]\n", -EINVAL,
@@ -597,6 +605,22 @@ static void test_glob(void)
 
 /* ---- cfg_equal ---------------------------------------------------------------------- */
 
+/* netns: none is the default spelled out; move is a change a reload must apply. */
+static void test_equal_netns(void)
+{
+	struct cfg *plain = parse_ok(POOL, "netns: absent");
+	struct cfg *none = parse_ok(POOL "    netns: none\n", "netns: none");
+	struct cfg *move = parse_ok(POOL "    netns: move\n", "netns: move");
+
+	ok(plain && plain->pools[0].netns == CFG_NETNS_NONE, "netns defaults to none");
+	ok(move && move->pools[0].netns == CFG_NETNS_MOVE, "netns: move parsed");
+	ok(cfg_equal(plain, none), "netns: none equals no netns key");
+	ok(!cfg_equal(plain, move), "netns: move is a change");
+	cfg_free(plain);
+	cfg_free(none);
+	cfg_free(move);
+}
+
 static void test_equal(void)
 {
 	struct cfg *a = parse_ok(example, "equal: a"), *b = parse_ok(example, "equal: b");
@@ -659,6 +683,7 @@ static void test_equal(void)
 	   "cfg_pool_equal compares one pool");
 	ok(!cfg_equal(a, other), "different pools differ");
 	cfg_free(other);
+	test_equal_netns();
 
 	/* The default pool spelled out is the same pool, but a file that sets pools keeps
 	 * the CLI's --resource from applying: not the same config. */

@@ -77,13 +77,12 @@ static void test_requests(void)
 		   h->nlmsg_flags == (NLM_F_REQUEST | NLM_F_ACK) && h->nlmsg_seq == 7,
 	   "SYS_GET: a bare nldev header with REQUEST|ACK and the sequence");
 
+	/* The kernel's GET of one device needs DEV_INDEX (EINVAL without, seen on 6.1): by
+	 * name it is a dump, whose answers are matched by name. */
 	n = disc_nl_dev_get(buf, 8, "mlx5_3");
-	a = (const struct nlattr *)(buf + NLMSG_HDRLEN);
-	ok(n == NLMSG_HDRLEN + NLA_ALIGN(NLA_HDRLEN + 7) && h->nlmsg_len == n &&
-		   h->nlmsg_type == NLDEV(RDMA_NLDEV_CMD_GET) &&
-		   a->nla_type == RDMA_NLDEV_ATTR_DEV_NAME && a->nla_len == NLA_HDRLEN + 7 &&
-		   memcmp((const char *)a + NLA_HDRLEN, "mlx5_3", 7) == 0,
-	   "GET by name: DEV_NAME with its NUL");
+	ok(n == NLMSG_HDRLEN && h->nlmsg_len == n && h->nlmsg_type == NLDEV(RDMA_NLDEV_CMD_GET) &&
+		   h->nlmsg_flags == (NLM_F_REQUEST | NLM_F_DUMP) && h->nlmsg_seq == 8,
+	   "GET by name: a bare REQUEST|DUMP (no DEV_NAME, which GET's doit ignores)");
 	ok(disc_nl_dev_get(buf, 8, "") == 0, "GET: an empty name is no request");
 	ok(disc_nl_dev_get(buf, 8, "0123456789012345678901234567890123456789012345678901234567890123") == 0,
 	   "GET: a 64-char name does not fit the kernel's 64 bytes with its NUL");
@@ -148,6 +147,34 @@ static void test_answers(void)
 	ok(disc_nl_parse(d.b, d.len, 2, &ans) == 0 && ans.have_index && ans.index == 5 &&
 		   strcmp(ans.name, "rxe0") == 0 && ans.done,
 	   "GET answer: index and name, other attributes skipped");
+
+	/* A dump: one message per device, then NLMSG_DONE; only the asked name counts. */
+	d = (struct dgram){0};
+	ans = fresh();
+	ans.match = "rxe1";
+	msg_begin(&d, NLDEV(RDMA_NLDEV_CMD_GET), 8);
+	msg_attr(&d, RDMA_NLDEV_ATTR_DEV_INDEX, &idx, 4);
+	msg_attr(&d, RDMA_NLDEV_ATTR_DEV_NAME, "rxe0", 5);
+	msg_end(&d);
+	idx = 9;
+	msg_begin(&d, NLDEV(RDMA_NLDEV_CMD_GET), 8);
+	msg_attr(&d, RDMA_NLDEV_ATTR_DEV_INDEX, &idx, 4);
+	msg_attr(&d, RDMA_NLDEV_ATTR_DEV_NAME, "rxe1", 5);
+	msg_end(&d);
+	idx = 11;
+	msg_begin(&d, NLDEV(RDMA_NLDEV_CMD_GET), 8);
+	msg_attr(&d, RDMA_NLDEV_ATTR_DEV_INDEX, &idx, 4);
+	msg_attr(&d, RDMA_NLDEV_ATTR_DEV_NAME, "rxe10", 6);
+	msg_end(&d);
+	msg_begin(&d, NLMSG_DONE, 8);
+	msg_end(&d);
+	ok(disc_nl_parse(d.b, d.len, 8, &ans) == 0 && ans.have_index && ans.index == 9 &&
+		   strcmp(ans.name, "rxe1") == 0 && ans.done && ans.error == 0,
+	   "GET dump: the index of the device asked for, not its neighbours'; DONE ends it");
+	ans = fresh();
+	ans.match = "mlx5_0";
+	ok(disc_nl_parse(d.b, d.len, 8, &ans) == 0 && !ans.have_index && ans.done,
+	   "GET dump without the name asked for: no index (no such device here)");
 
 	/* PORT_GET: the netdev's index only when it is in the asking namespace. */
 	d = (struct dgram){0};

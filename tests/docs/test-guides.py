@@ -326,8 +326,11 @@ def check_flag_harness():
     its tool, a misspelt hook option are found; their right forms pass."""
     text = ("```sh\nrdma-cdi generate --plugin-dir /x && rdma-cdi bridge --plugin-dir /x\n```\n"
             "Use `--ulimit memlock=-1` or `podman run --ulimit memlock=-1`, not\n"
-            "`rdma-cdi-hook --mem-lock=1`; `rdma-cdi --log-level debug doctor --mr-size 1M`.\n")
-    want = ["--mem-lock", "--plugin-dir", "--ulimit"]
+            "`rdma-cdi-hook --mem-lock=1`; `rdma-cdi --log-level debug doctor --mr-size 1M`.\n"
+            # generate's --netns-move is generate's only; the hook's own spelling is its.
+            "`rdma-cdi generate --netns-move`, `rdma-cdi-hook --netns-move-roce=rxe0`, not "
+            "`rdma-cdi list --netns-move`.\n")
+    want = ["--mem-lock", "--netns-move", "--plugin-dir", "--ulimit"]
     if shutil.which("kubectl"):
         # A subcommand's flag given to another subcommand is found.
         text += "`kubectl drain N --ignore-daemonsets`, not `kubectl label N --ignore-errors`.\n"
@@ -354,6 +357,15 @@ def check_config_harness():
         os.unlink(f.name)
     tap.ok(rc != 0 and 'unknown key "vendor"' in err,
            "config check refuses an unknown key (the block check can fail)", out + err)
+    # The pool key the exclusive-mode guides use: its values are checked too.
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(CONFIG_MARK + "\npools:\n  - resourceName: a.io/x\n    netns: moved\n")
+    try:
+        rc, out, err = run(RDMA_CDI, "config", "check", "--sysfs-root", FIXTURE_SYSFS, f.name)
+    finally:
+        os.unlink(f.name)
+    tap.ok(rc != 0 and "netns: expected none or move" in err,
+           "config check refuses netns: moved (a guide's netns value is checked)", out + err)
 
 
 # ---- links -----------------------------------------------------------------------------

@@ -561,6 +561,52 @@ def test_containerd_unit():
        "LimitMEMLOCK=lots: warning", show(c))
 
 
+def test_netns_isolation():
+    """netns.isolation: devices lent to pods (mksysfs lend), and what moves them there."""
+    host = make_host()
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "netns.isolation")
+    exclusive = check(j, "netns")["data"]["mode"] == "exclusive"
+    ok(c["data"]["away"] == [] and (exclusive or c["status"] == "skip"),
+       "netns.isolation: no device away, not exclusive here: nothing to check", show(c))
+
+    stash = tempfile.mkdtemp(prefix="rdma-cdi-doctor-stash-")
+    tmpdirs.append(stash)
+    subprocess.run(["/usr/bin/python3", MKSYSFS, "lend", host + "/sys", "mlx5_3",
+                    os.path.join(stash, "s")], check=True, capture_output=True)
+    rc, j, err = doctor_json("--host-root", host)
+    c = check(j, "netns.isolation")
+    ok(c["status"] == "warn" and c["data"]["away"] == ["mlx5_3"]
+       and "mlx5_3" in c["message"] and "netns: move" in c["fix"] and "rdma-cni" in c["fix"]
+       and "/etc/cni/net.d" in c["fix"],
+       "a device lent away and nothing moves devices: a warning naming it, both fixes", show(c))
+
+    # A CNI chain without rdma-cni does not count; one with it does.
+    write(host, "/etc/cni/net.d/10-sriov.conflist",
+          json.dumps({"cniVersion": "0.4.0", "name": "sriov",
+                      "plugins": [{"type": "sriov"}, {"type": "tuning"}]}))
+    c = check(doctor_json("--host-root", host)[1], "netns.isolation")
+    ok(c["status"] == "warn" and c["data"]["rdma_cni"] == [],
+       "a conflist without an rdma plugin: still a warning", show(c))
+    write(host, "/etc/cni/net.d/20-sriov-rdma.conflist",
+          json.dumps({"cniVersion": "0.4.0", "name": "sriov-rdma",
+                      "plugins": [{"type": "sriov"}, {"type": "rdma"}]}))
+    write(host, "/etc/cni/net.d/30-garbage.conflist", "{not json")
+    c = check(doctor_json("--host-root", host)[1], "netns.isolation")
+    ok(c["status"] == "ok" and c["data"]["rdma_cni"] == ["/etc/cni/net.d/20-sriov-rdma.conflist"]
+       and "rdma-cni in /etc/cni/net.d/20-sriov-rdma.conflist" in c["message"],
+       "a conflist chaining rdma-cni: ok, the file named (garbage ignored)", show(c))
+
+    os.unlink(host + "/etc/cni/net.d/20-sriov-rdma.conflist")
+    write(host, "/etc/rdma-cdi/config.yaml",
+          "pools:\n  - resourceName: rdma.example/ib\n    netns: move\n"
+          "  - resourceName: rdma.example/plain\n")
+    c = check(doctor_json("--host-root", host)[1], "netns.isolation")
+    ok(c["status"] == "ok" and c["data"]["move_pools"] == ["rdma.example/ib"]
+       and "netns: move in pools rdma.example/ib" in c["message"],
+       "a pool with netns: move: ok, the pool named", show(c))
+
+
 def test_crio():
     host = make_host()
     rc, j, err = doctor_json("--host-root", host)
@@ -848,6 +894,7 @@ try:
     test_containerd()
     test_containerd_unit()
     test_crio()
+    test_netns_isolation()
     test_spec()
     test_hostile()
     test_hostile_names()

@@ -20,6 +20,11 @@
    CAP_SYS_RESOURCE, which no process has on CI machines).
 4. A container of mlx5_3 restarts in place after the device was lent to another network
    namespace (mksysfs.py lend) and the spec generated again: its CDI name still resolves.
+5. A spec of kind rdma.example/netns written with `generate --netns-move` (valid CDI by the
+   upstream schema, podman 4.3.1 accepts it): its device's hook would move the RDMA device
+   into the container's network namespace. This machine's fixture devices are not the
+   kernel's, so the container must fail to start with the hook's one line naming the device
+   and why; the same device from the spec without --netns-move starts (above).
 Needs root. Missing tools or a runtime that cannot start containers FAIL, loudly.
 """
 import glob
@@ -38,6 +43,8 @@ from e2e_util import (CONTROL_MEMLOCK, INF, MEMLOCK, MIB, N_UVERBS, PROBE_NODES,
 KIND = "rdma.example/hca"
 BROKEN_KIND = "rdma.example/nohook"
 ONEMEG_KIND = "rdma.example/memlock1m"
+NETNS_KIND = "rdma.example/netns"
+TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 RUNTIMES = ("runc", "crun")
 # The dgx fixture: index order is PCI-address order, in which the RoCE function mlx5_8
 # (bus 0x5e) comes fifth, between mlx5_3 (0x3c) and mlx5_4 (0x9a).
@@ -135,6 +142,8 @@ def outer_in(a, tap, work, host_before):
            "rdma-cdi generate --memlock 1M --kind %s" % ONEMEG_KIND,
            "exit %s\n%s" % (r.returncode, r.stderr))
 
+    netns_spec(a, tap, work, spec_run)
+
     # A busybox-static rootfs with the probe.
     rootfs = os.path.join(work, "rootfs")
     for d in ("bin", "dev", "proc", "sys", "etc", "tmp"):
@@ -161,6 +170,30 @@ def outer_in(a, tap, work, host_before):
            "the host's /etc/cdi, /var/run/cdi and podman state dirs are untouched",
            "%s -> %s" % (host_before, host_after))
     return tap.done()
+
+
+def netns_spec(a, tap, work, spec_run):
+    """generate --netns-move: each device's own edits run the move hook; valid CDI."""
+    r = generate(a, work, spec_run, a.hook, kind=NETNS_KIND, extra=["--netns-move"])
+    path = os.path.join(spec_run, "rdma.example-netns.json")
+    if not tap.ok(r.returncode == 0 and os.path.isfile(path),
+                  "rdma-cdi generate --netns-move --kind %s" % NETNS_KIND,
+                  "exit %s\n%s" % (r.returncode, r.stderr)):
+        bail("no --netns-move spec to test with")
+    with open(path) as f:
+        spec = json.load(f)
+    dev = next((d for d in spec["devices"] if d["name"] == "mlx5_3"), {})
+    hooks = (dev.get("containerEdits") or {}).get("hooks") or []
+    tap.ok([h.get("args") for h in hooks] == [["rdma-cdi-hook", "--netns-move=mlx5_3"]]
+           and all(h.get("hookName") == "createRuntime" and h.get("path") == a.hook
+                   for h in hooks),
+           "--netns-move: mlx5_3's own edits run rdma-cdi-hook --netns-move=mlx5_3",
+           json.dumps(hooks))
+    r = run([sys.executable, os.path.join(TESTS, "tools", "validate-cdi-schema.py"),
+             "--max-version", "0.5.0", os.path.join(TESTS, "data", "cdi-schema"), path],
+            timeout=60)
+    tap.ok(r.returncode == 0, "--netns-move: the spec is valid by the upstream CDI schema",
+           r.stdout + r.stderr)
 
 
 # ---- inner: private mount namespace, podman ------------------------------------------------
@@ -279,6 +312,21 @@ def inner(a):
            and "no-such-dir/rdma-cdi-hook" in r.stderr,
            "a spec whose hook path does not exist: podman refuses to start the container, "
            "naming the hook", show(r))
+
+    # The move hook really runs and stops the container with its one line: the fixture's
+    # mlx5_3 is no device of this kernel (nor, here, is there RDMA netlink).
+    r, p = probe(["%s=mlx5_3" % NETNS_KIND])
+    res.note("netns move -> %s" % (r.stderr.strip().splitlines()[-1:] or ["(no message)"])[0])
+    # runc relays the hook's stderr; crun 1.8.1 only its exit status (the line is in the
+    # journal, syslog ident rdma-cdi-hook).
+    said = ("mlx5_3: " in r.stderr and "network namespace" in r.stderr
+            and ("no RDMA netlink" in r.stderr or "no such RDMA device" in r.stderr))
+    if rt == "crun":
+        said = said or "exit code: 4" in r.stderr
+    res.ok(r.returncode not in (0, "timeout") and p["mlock"] is None and said,
+           "--device %s=mlx5_3 (hook --netns-move): the container does not start; %s"
+           % (NETNS_KIND, "exit status 4 (EXIT_NETNS)" if rt == "crun"
+              else "the hook's line names the device and the cause"), show(r))
 
     restart_lent(a, res, podman, work, rt)
 

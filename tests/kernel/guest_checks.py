@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from tap import Tap  # noqa: E402
 sys.path.insert(0, HERE)
 import guest_daemons  # noqa: E402
+import guest_netns  # noqa: E402
 
 # The RDMA stack rxe needs, in the order the notes found (crc32_generic first, or rxe
 # fails "failed to init crc32 algorithm"); modprobe adds the rest from modules.dep.
@@ -167,6 +168,7 @@ def step_netns(g):
                "netns %s (the kernel: %s): doctor reports %s, %s" % (mode, shown.strip(), mode,
                                                                      status),
                json.dumps(c) + "\n" + r.stderr)
+        guest_netns.mode_seen(g, mode)
 
 
 def step_rdma(g):
@@ -435,6 +437,7 @@ STEPS = {
     "generate": step_generate,
     "podman": step_podman,
     "doctor": step_doctor,
+    "netns-move": guest_netns.step_netns_move,
     "bridge": guest_daemons.step_bridge,
     "watch": guest_daemons.step_watch,
     "dra": guest_daemons.step_dra,

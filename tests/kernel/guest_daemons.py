@@ -145,6 +145,11 @@ def bridge_checks(g, k, b, port):
     if not tap.ok(k.wait_registrations(1, 90) is not None, "the bridge registered",
                   b.log_text()):
         return
+    # The kernel's default mode, from RDMA netlink: the start line and the metric.
+    tap.ok("RDMA netns mode: shared" in b.log_text() and
+           scrape(port).get(("rdma_cdi_netns_mode", (("mode", "shared"),))) == 1,
+           "the bridge logs 'RDMA netns mode: shared' at start and exports "
+           "rdma_cdi_netns_mode{mode=\"shared\"} 1", b.log_text())
     stream = k.latest_stream()
     lst = stream.wait(timeout=60)
     tap.ok(ids_health(lst) == {"rxe0": "Healthy", "rxe1": "Healthy"},

@@ -389,6 +389,71 @@ static void test_names(void)
 	   "names: another device, or a qualified name, is not");
 }
 
+/* The hook args of the createRuntime hooks in dev's own edits, joined by spaces. */
+static void hook_args_of(const cJSON *dev, char *buf, size_t size)
+{
+	const cJSON *h, *a;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach (h, cJSON_GetObjectItem(cJSON_GetObjectItem(dev, "containerEdits"),
+						   "hooks")) {
+		if (strcmp(cJSON_GetObjectItem(h, "hookName")->valuestring, "createRuntime") != 0)
+			continue;
+		cJSON_ArrayForEach (a, cJSON_GetObjectItem(h, "args"))
+			n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s", n ? " " : "",
+					      a->valuestring);
+	}
+}
+
+/* netns: move gives each device (all its names, and "all" one hook per device) the move
+ * hook in its own edits; RoCE gets --netns-move-roce; the spec stays valid CDI. */
+static void test_netns_move(void)
+{
+	struct disc_port ports[2] = {ib_port(1, 0, false), ib_port(1, 1, false)};
+	struct disc_device devs[2];
+	struct disc_node node = {.devices = devs, .n_devices = 2};
+	bool only_second[2] = {false, true};
+	struct spec_options opts = {.hook_path = "/opt/hook"};
+	_cleanup_(cJSON_Deletep) cJSON *spec = NULL, *some = NULL, *none = NULL;
+	char args[512];
+
+	snprintf(ports[1].link_layer, sizeof(ports[1].link_layer), "Ethernet");
+	set_dev(&devs[0], "mlx5_0", "0000:0c:00.0", 0, &ports[0]);
+	set_dev(&devs[1], "rxe0", "", 1, &ports[1]);
+	ok(spec_build(&node, &opts, &none) == 0, "netns: none builds");
+	hook_args_of(find_device(none, "mlx5_0"), args, sizeof(args));
+	EQ_STR(args, "", "without netns: move a device has no hook of its own");
+
+	opts.netns_move = true;
+	ok(spec_build(&node, &opts, &spec) == 0, "netns_move: spec builds");
+	if (!spec)
+		return;
+	ok(cdi_spec_validate(spec, NULL) == 0, "netns_move: the spec is valid CDI");
+	hook_args_of(find_device(spec, "mlx5_0"), args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move=mlx5_0", "an InfiniBand device moves");
+	hook_args_of(find_device(spec, "0000:0c:00.0"), args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move=mlx5_0", "its ID alias moves it too");
+	hook_args_of(find_device(spec, "0"), args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move=mlx5_0", "its index alias moves it too");
+	hook_args_of(find_device(spec, "rxe0"), args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move-roce=rxe0", "an Ethernet device moves as RoCE");
+	hook_args_of(find_device(spec, "all"), args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move=mlx5_0 rdma-cdi-hook --netns-move-roce=rxe0",
+	       "all: one hook per device");
+	hook_args_of(spec, args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --memlock=unlimited", "the spec-wide hook stays the memlock one");
+	ok(spec_is_ours(spec, SPEC_DEFAULT_KIND), "the spec is still ours");
+
+	opts.netns_move = false;
+	opts.netns_move_of = only_second;
+	ok(spec_build(&node, &opts, &some) == 0, "netns_move_of: spec builds");
+	hook_args_of(find_device(some, "mlx5_0"), args, sizeof(args));
+	EQ_STR(args, "", "a device of a pool without netns: move has no move hook");
+	hook_args_of(find_device(some, "1"), args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move-roce=rxe0", "a device of a netns: move pool has");
+}
+
 int main(void)
 {
 	test_basic();
@@ -397,5 +462,6 @@ int main(void)
 	test_device_ids();
 	test_qualified_name();
 	test_names();
+	test_netns_move();
 	return tap_done();
 }

@@ -394,6 +394,19 @@ class Discover(Tmp):
         self.assertEqual(len(j["devices"]), 10)
         self.assertTrue(any("uverbs2" in pr for pr in j["problems"]))
 
+    def test_netns_mode(self):
+        # The running kernel's mode, whatever the fixture: text and JSON say the same.
+        # (The real kernel's exclusive and shared modes: tests/kernel.)
+        t = run("discover", "--sysfs-root", sysfs("dgx"), check=0).stdout.splitlines()
+        modes = [line for line in t if line.startswith("RDMA netns mode: ")]
+        self.assertEqual(len(modes), 1, t)
+        mode = modes[0].split(": ", 1)[1]
+        self.assertIn(mode, ("exclusive", "shared", "unknown"))
+        j = json.loads(run("discover", "--json", "--sysfs-root", sysfs("dgx"), check=0).stdout)
+        self.assertEqual(j["netnsMode"], mode)
+        if not os.path.isdir("/sys/module/ib_core"):
+            self.assertEqual(mode, "unknown")  # no RDMA core: no RDMA netlink
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
