@@ -388,24 +388,14 @@ static int add_env(cJSON *env, const char *key, const char *prefix,
 static int build_spec(const struct dra_inventory *inv, const char *kind, const char *uid,
 		      const struct dra_hca *const *hcas, size_t n, cJSON **ret)
 {
-	_cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
-	cJSON *version, *devices, *dev, *edits, *env;
+	cJSON *devices = NULL, *edits, *env;
+	_cleanup_(cJSON_Deletep) cJSON *spec = spec_new(kind, &devices);
 	bool nccl = false;
 	int r;
 
 	if (!spec)
 		return -ENOMEM;
-	/* Placeholder: the version follows from the finished tree. */
-	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
-	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
-		return -ENOMEM;
-	devices = cJSON_AddArrayToObject(spec, "devices");
-	dev = cJSON_CreateObject();
-	if (!devices || !dev || !cJSON_AddItemToArray(devices, dev))
-		return cJSON_Delete(dev), -ENOMEM;
-	if (!cJSON_AddStringToObject(dev, "name", uid))
-		return -ENOMEM;
-	edits = cJSON_AddObjectToObject(dev, "containerEdits");
+	edits = spec_new_device(devices, uid);
 	env = edits ? cJSON_AddArrayToObject(edits, "env") : NULL;
 	if (!env)
 		return -ENOMEM;
@@ -420,8 +410,9 @@ static int build_spec(const struct dra_inventory *inv, const char *kind, const c
 		r = add_env(env, CFG_ENV_UCX_NET_DEVICES, "", hcas, n, JOIN_UCX);
 	if (r < 0)
 		return r;
-	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))
-		return -ENOMEM;
+	r = spec_set_version(spec);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(spec);
 	return 0;
 }

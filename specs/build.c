@@ -63,19 +63,43 @@ static int add_device_nodes(cJSON *nodes, const struct disc_device *dev,
 	return 0;
 }
 
-static cJSON *new_device(cJSON *devices, const char *name)
+cJSON *spec_new(const char *kind, cJSON **ret_devices)
 {
-	cJSON *d = cJSON_CreateObject(), *edits, *nodes;
+	_cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
+
+	/* Placeholder first, so cdiVersion leads the file: spec_set_version() fills it. */
+	if (!spec || !cJSON_AddStringToObject(spec, "cdiVersion", "") ||
+	    !cJSON_AddStringToObject(spec, "kind", kind))
+		return NULL;
+	*ret_devices = cJSON_AddArrayToObject(spec, "devices");
+	return *ret_devices ? TAKE_PTR(spec) : NULL;
+}
+
+cJSON *spec_new_device(cJSON *devices, const char *name)
+{
+	cJSON *d = cJSON_CreateObject();
 
 	if (!d || !cJSON_AddItemToArray(devices, d))
 		return cJSON_Delete(d), NULL;
 	if (!cJSON_AddStringToObject(d, "name", name))
 		return NULL;
-	edits = cJSON_AddObjectToObject(d, "containerEdits");
-	if (!edits)
-		return NULL;
-	nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
-	return nodes;
+	return cJSON_AddObjectToObject(d, "containerEdits");
+}
+
+int spec_set_version(cJSON *spec)
+{
+	cJSON *version = cJSON_GetObjectItemCaseSensitive(spec, "cdiVersion");
+
+	if (!cJSON_IsString(version))
+		return -EINVAL;
+	return cJSON_SetValuestring(version, cdi_min_version(spec)) ? 0 : -ENOMEM;
+}
+
+static cJSON *new_device(cJSON *devices, const char *name)
+{
+	cJSON *edits = spec_new_device(devices, name);
+
+	return edits ? cJSON_AddArrayToObject(edits, "deviceNodes") : NULL;
 }
 
 /*
@@ -219,7 +243,7 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_free_ char(*ids)[SPEC_ID_MAX + 1] = NULL;
 	_cleanup_free_ bool *emit = NULL;
-	cJSON *devices, *all_nodes, *version;
+	cJSON *devices, *all_nodes;
 	size_t index = 0;
 	int r;
 
@@ -238,15 +262,8 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	if (!ids)
 		return -ENOMEM;
 
-	spec = cJSON_CreateObject();
+	spec = spec_new(kind, &devices);
 	if (!spec)
-		return -ENOMEM;
-	/* Placeholder: the version is computed from the finished tree below. */
-	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
-	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
-		return -ENOMEM;
-	devices = cJSON_AddArrayToObject(spec, "devices");
-	if (!devices)
 		return -ENOMEM;
 
 	for (size_t i = 0; i < node->n_devices; i++) {
@@ -283,8 +300,9 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	if (r < 0)
 		return r;
 
-	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))
-		return -ENOMEM;
+	r = spec_set_version(spec);
+	if (r < 0)
+		return r;
 	r = cdi_spec_validate(spec, NULL);
 	if (r < 0)
 		return r;
