@@ -187,6 +187,18 @@ static int skip_multiline(struct toml *t, const char *delim)
 
 static int parse_value(struct toml *t, struct doctor_toml_value *v, int depth);
 
+/* After an element of an array or inline table: 1 past a ',', 0 past close, -1 (nothing
+ * consumed) on anything else. */
+static int next_or_close(struct toml *t, char close)
+{
+	int c = peek(t);
+
+	if (c != ',' && c != close)
+		return -1;
+	t->pos++;
+	return c == ',';
+}
+
 static int parse_array(struct toml *t, struct doctor_toml_value *v, int depth)
 {
 	bool all_strings = true;
@@ -216,14 +228,11 @@ static int parse_array(struct toml *t, struct doctor_toml_value *v, int depth)
 		free(e.s);
 		cJSON_Delete(e.strs);
 		skip_all(t);
-		if (peek(t) == ',') {
-			t->pos++;
+		r = next_or_close(t, ']');
+		if (r > 0)
 			continue;
-		}
-		if (peek(t) == ']') {
-			t->pos++;
+		if (r == 0)
 			break;
-		}
 		cJSON_Delete(strs);
 		return toml_fail(t, "expected ',' or ']' in an array");
 	}
@@ -262,14 +271,11 @@ static int parse_inline_table(struct toml *t, int depth)
 		if (r < 0)
 			return r;
 		skip_ws(t);
-		if (peek(t) == ',') {
-			t->pos++;
+		r = next_or_close(t, '}');
+		if (r > 0)
 			continue;
-		}
-		if (peek(t) == '}') {
-			t->pos++;
+		if (r == 0)
 			return 0;
-		}
 		return toml_fail(t, "expected ',' or '}' in an inline table");
 	}
 }
