@@ -21,29 +21,18 @@ static const char *field_of(const struct dp_hca *h, enum join_field f)
 	return f == JOIN_QUALIFIED ? h->qualified : f == JOIN_UCX ? h->ucx : h->name;
 }
 
-/* prefix + one field of each selected HCA, joined with ','. */
+/* The value of key (cfg_env_value(), NULL: the plain list) of one field of each selected
+ * HCA. */
 static char *join(const struct dp_table *t, const size_t *sel, size_t n, enum join_field f,
-		  const char *prefix)
+		  const char *key)
 {
-	size_t len = strlen(prefix) + 1, off = strlen(prefix);
-	char *s;
+	_cleanup_free_ const char **items = calloc(n ? n : 1, sizeof(*items));
 
-	for (size_t i = 0; i < n; i++)
-		len += strlen(field_of(&t->hcas[sel[i]], f)) + 1;
-	s = malloc(len);
-	if (!s)
+	if (!items)
 		return NULL;
-	memcpy(s, prefix, off + 1);
-	for (size_t i = 0; i < n; i++) {
-		const char *v = field_of(&t->hcas[sel[i]], f);
-		size_t l = strlen(v);
-
-		if (i > 0)
-			s[off++] = ',';
-		memcpy(s + off, v, l + 1);
-		off += l;
-	}
-	return s;
+	for (size_t i = 0; i < n; i++)
+		items[i] = field_of(&t->hcas[sel[i]], f);
+	return cfg_env_value(key, items, n);
 }
 
 static V1beta1__ContainerAllocateResponse__EnvsEntry *new_entry(char *key, char *value)
@@ -124,7 +113,7 @@ static int add_annotation(const struct dp_table *t, const V1beta1__ContainerAllo
 	if (!c->annotations)
 		return -ENOMEM;
 	c->annotations[0] = (V1beta1__ContainerAllocateResponse__AnnotationsEntry *)new_entry(
-	    strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix), join(t, sel, n, JOIN_QUALIFIED, ""));
+	    strdup_printf(DP_ANNOTATION_PREFIX "%s", suffix), join(t, sel, n, JOIN_QUALIFIED, NULL));
 	if (!c->annotations[0])
 		return -ENOMEM;
 	c->annotations[0]->base.descriptor =
@@ -161,11 +150,12 @@ static int fill_container(const struct dp_table *t, const V1beta1__ContainerAllo
 	c->envs = calloc(3, sizeof(*c->envs));
 	if (!c->envs)
 		return -ENOMEM;
-	if (add_env(c, CFG_ENV_DEVICES, join(t, sel, n, JOIN_NAME, "")) < 0)
+	if (add_env(c, CFG_ENV_DEVICES, join(t, sel, n, JOIN_NAME, CFG_ENV_DEVICES)) < 0)
 		return -ENOMEM;
-	/* "=" + names: NCCL's exact match, see bridge-internal.h. */
-	if (t->nccl_env && (add_env(c, CFG_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, "=")) < 0 ||
-			    add_env(c, CFG_ENV_UCX_NET_DEVICES, join(t, sel, n, JOIN_UCX, "")) < 0))
+	if (t->nccl_env &&
+	    (add_env(c, CFG_ENV_NCCL_IB_HCA, join(t, sel, n, JOIN_NAME, CFG_ENV_NCCL_IB_HCA)) < 0 ||
+	     add_env(c, CFG_ENV_UCX_NET_DEVICES,
+		     join(t, sel, n, JOIN_UCX, CFG_ENV_UCX_NET_DEVICES)) < 0))
 		return -ENOMEM;
 	if ((t->strategies & BRIDGE_STRATEGY_CDI_CRI) && add_cdi_devices(t, sel, n, c) < 0)
 		return -ENOMEM;

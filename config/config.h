@@ -47,6 +47,15 @@
 #define CFG_ENV_NCCL_IB_HCA "NCCL_IB_HCA"
 #define CFG_ENV_UCX_NET_DEVICES "UCX_NET_DEVICES"
 
+/*
+ * The value of key (one of CFG_ENV_*) for the n devices a container is given: items are
+ * each device's RDMA name (CFG_ENV_DEVICES, CFG_ENV_NCCL_IB_HCA) or its UCX entries
+ * (CFG_ENV_UCX_NET_DEVICES, "mlx5_3:1": its ACTIVE ports, else its first), joined with
+ * ','. NCCL_IB_HCA's value starts with "=" (NCCL's exact match, "=mlx5_3,mlx5_5"); any
+ * other key, NULL included, gives the plain list. malloc'd, NULL on OOM.
+ */
+char *cfg_env_value(const char *key, const char *const *items, size_t n);
+
 enum cfg_mode { CFG_MODE_EXCLUSIVE, CFG_MODE_SHARED };
 
 /* A pool's `netns`: whether the spec's createRuntime hook moves each of the container's

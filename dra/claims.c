@@ -346,8 +346,6 @@ static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca 
 	       inv->cfg->pools[h->pool].nccl_env;
 }
 
-enum join_field { JOIN_NAME, JOIN_UCX };
-
 /* "mlx5_3:1": the HCA's ACTIVE ports, else its first port (the bridge's rule, so that
  * NCCL_IB_HCA and UCX_NET_DEVICES always name the same HCAs). */
 static void ucx_of(const struct dra_hca *h, char *buf, size_t size)
@@ -358,29 +356,26 @@ static void ucx_of(const struct dra_hca *h, char *buf, size_t size)
 		snprintf(buf, size, "%s:%u", h->d->name, h->d->n_ports ? h->d->ports[0].num : 1);
 }
 
-/* "K=" + prefix + one field of each HCA, joined with ','. */
-static int add_env(cJSON *env, const char *key, const char *prefix,
-		   const struct dra_hca *const *hcas, size_t n, enum join_field f)
+/* "K=V", V being cfg_env_value() of the HCAs' names, or of their UCX entries when ucx. */
+static int add_env(cJSON *env, const char *key, const struct dra_hca *const *hcas, size_t n,
+		   bool ucx)
 {
-	size_t size = strlen(key) + strlen(prefix) + 2, off;
-	_cleanup_free_ char *s = NULL;
+	_cleanup_free_ const char **items = calloc(n ? n : 1, sizeof(*items));
+	_cleanup_free_ char(*bufs)[sizeof(hcas[0]->ucx) + DISC_NAME_MAX + 12] =
+	    ucx ? calloc(n ? n : 1, sizeof(*bufs)) : NULL;
+	_cleanup_free_ char *value = NULL, *s = NULL;
 
-	for (size_t i = 0; i < n; i++)
-		size += (f == JOIN_UCX ? sizeof(hcas[i]->ucx) + DISC_NAME_MAX + 12
-				       : strlen(hcas[i]->d->name)) +
-			1;
-	s = malloc(size);
+	if (!items || (ucx && !bufs))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (ucx)
+			ucx_of(hcas[i], bufs[i], sizeof(bufs[i]));
+		items[i] = ucx ? bufs[i] : hcas[i]->d->name;
+	}
+	value = cfg_env_value(key, items, n);
+	s = value ? strdup_printf("%s=%s", key, value) : NULL;
 	if (!s)
 		return -ENOMEM;
-	off = (size_t)snprintf(s, size, "%s=%s", key, prefix);
-	for (size_t i = 0; i < n; i++) {
-		char ucx[sizeof(hcas[i]->ucx) + DISC_NAME_MAX + 12];
-
-		if (f == JOIN_UCX)
-			ucx_of(hcas[i], ucx, sizeof(ucx));
-		off += (size_t)snprintf(s + off, size - off, "%s%s", i ? "," : "",
-					f == JOIN_UCX ? ucx : hcas[i]->d->name);
-	}
 	return cJSON_AddItemToArray(env, cJSON_CreateString(s)) ? 0 : -ENOMEM;
 }
 
@@ -388,40 +383,30 @@ static int add_env(cJSON *env, const char *key, const char *prefix,
 static int build_spec(const struct dra_inventory *inv, const char *kind, const char *uid,
 		      const struct dra_hca *const *hcas, size_t n, cJSON **ret)
 {
-	_cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
-	cJSON *version, *devices, *dev, *edits, *env;
+	cJSON *devices = NULL, *edits, *env;
+	_cleanup_(cJSON_Deletep) cJSON *spec = spec_new(kind, &devices);
 	bool nccl = false;
 	int r;
 
 	if (!spec)
 		return -ENOMEM;
-	/* Placeholder: the version follows from the finished tree. */
-	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
-	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
-		return -ENOMEM;
-	devices = cJSON_AddArrayToObject(spec, "devices");
-	dev = cJSON_CreateObject();
-	if (!devices || !dev || !cJSON_AddItemToArray(devices, dev))
-		return cJSON_Delete(dev), -ENOMEM;
-	if (!cJSON_AddStringToObject(dev, "name", uid))
-		return -ENOMEM;
-	edits = cJSON_AddObjectToObject(dev, "containerEdits");
+	edits = spec_new_device(devices, uid);
 	env = edits ? cJSON_AddArrayToObject(edits, "env") : NULL;
 	if (!env)
 		return -ENOMEM;
 
 	for (size_t i = 0; i < n; i++)
 		nccl |= pool_nccl_env(inv, hcas[i]);
-	r = add_env(env, CFG_ENV_DEVICES, "", hcas, n, JOIN_NAME);
-	/* "=" + names: NCCL's exact match, as the bridge sets it (bridge-internal.h). */
+	r = add_env(env, CFG_ENV_DEVICES, hcas, n, false);
 	if (r >= 0 && nccl)
-		r = add_env(env, CFG_ENV_NCCL_IB_HCA, "=", hcas, n, JOIN_NAME);
+		r = add_env(env, CFG_ENV_NCCL_IB_HCA, hcas, n, false);
 	if (r >= 0 && nccl)
-		r = add_env(env, CFG_ENV_UCX_NET_DEVICES, "", hcas, n, JOIN_UCX);
+		r = add_env(env, CFG_ENV_UCX_NET_DEVICES, hcas, n, true);
 	if (r < 0)
 		return r;
-	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))
-		return -ENOMEM;
+	r = spec_set_version(spec);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(spec);
 	return 0;
 }

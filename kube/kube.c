@@ -518,8 +518,9 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 /* The token to send: the static one, or the token file's content, read again when the
  * file changed (a projected token rotates by replacing the file). A file that cannot be
- * read keeps the last good token, if there is one. NULL with why when there is none. */
-static const char *current_token(struct kube_client *c, char *why, size_t whylen)
+ * read keeps the last good token, if there is one; *why says why it was not read (NULL
+ * returned when there is no token at all). */
+static const char *current_token(struct kube_client *c, struct rc_error **why)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, start, n;
@@ -530,7 +531,7 @@ static const char *current_token(struct kube_client *c, char *why, size_t whylen
 	if (!c->token_file)
 		return c->token;
 	if (stat(c->token_file, &st) < 0) {
-		snprintf(why, whylen, "token file %s: %s", c->token_file, strerror(errno));
+		rc_error_set(why, -errno, "token file %s: %s", c->token_file, strerror(errno));
 		return c->token;
 	}
 	if (c->token_known && st.st_dev == c->token_st.st_dev && st.st_ino == c->token_st.st_ino &&
@@ -539,19 +540,19 @@ static const char *current_token(struct kube_client *c, char *why, size_t whylen
 		return c->token;
 	r = read_full_file_at(AT_FDCWD, c->token_file, KUBE_TOKEN_MAX + 1024, false, &buf, &len);
 	if (r < 0) {
-		snprintf(why, whylen, "token file %s: %s", c->token_file,
-			 r == -EFBIG ? "too large" : strerror(-r));
+		rc_error_set(why, r, "token file %s: %s", c->token_file,
+			     r == -EFBIG ? "too large" : strerror(-r));
 		return c->token;
 	}
 	if (kube_token_check(buf, len, &start, &n) < 0) {
 		explicit_bzero(buf, len);
-		snprintf(why, whylen, "token file %s: not a bearer token", c->token_file);
+		rc_error_set(why, -EINVAL, "token file %s: not a bearer token", c->token_file);
 		return c->token;
 	}
 	t = strndup(buf + start, n);
 	explicit_bzero(buf, len);
 	if (!t) {
-		snprintf(why, whylen, "out of memory");
+		rc_error_set(why, -ENOMEM, "out of memory");
 		return c->token;
 	}
 	free_secret(c->token);
@@ -686,7 +687,8 @@ static int call_start(struct kube_client *c, const char *method, const char *pat
 {
 	struct kube_call *k;
 	const char *token;
-	char why[256] = "", *auth = NULL;
+	_cleanup_rc_error_ struct rc_error *why = NULL;
+	char *auth = NULL;
 	int r;
 
 	if (!c || !done || !method || !path_ok(path))
@@ -717,7 +719,7 @@ static int call_start(struct kube_client *c, const char *method, const char *pat
 		r = add_header(&k->headers, "Content-Type: application/json");
 	if (r >= 0)
 		r = add_header(&k->headers, "Expect:");
-	token = current_token(c, why, sizeof(why));
+	token = current_token(c, &why);
 	if (r >= 0 && token) {
 		if (asprintf(&auth, "Authorization: Bearer %s", token) < 0)
 			auth = NULL, r = -ENOMEM;
@@ -734,7 +736,7 @@ static int call_start(struct kube_client *c, const char *method, const char *pat
 	if (!token) {
 		/* Nothing to authenticate with: the call fails on the loop, with the reason. */
 		snprintf(k->abort_reason, sizeof(k->abort_reason), "%s",
-			 why[0] ? why : "no bearer token");
+			 why ? rc_error_msg(why, -EACCES) : "no bearer token");
 		r = sd_event_add_defer(c->loop, &k->defer, on_defer, k);
 	} else if (curl_multi_add_handle(c->multi, k->easy) != CURLM_OK) {
 		r = -ENOMEM;

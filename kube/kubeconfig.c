@@ -267,11 +267,28 @@ void kube_config_free(struct kube_config *c)
 
 /* ---- the kubeconfig --------------------------------------------------------------- */
 
+/* n, a path relative to the kubeconfig (kc_path), resolved into *ret and checked. */
+static int kc_file(const struct ydoc *x, const struct ydoc_node *n, const char *key,
+		   int (*check)(const char *path, struct rc_error **err), char **ret)
+{
+	_cleanup_rc_error_ struct rc_error *why = NULL;
+	_cleanup_free_ char *q = NULL;
+	int r = kc_path(x->file, n->value, ret);
+
+	if (r < 0)
+		return r;
+	r = check(*ret, &why);
+	if (r >= 0)
+		return 0;
+	/* A path is shown whole: quote_untrusted, not cut like a value. */
+	q = quote_untrusted(*ret);
+	return ydoc_fail(x, r, n, key, "%s: %s", q ? q : "(out of memory)", rc_error_msg(why, r));
+}
+
 static int kc_cluster(const struct ydoc *x, const struct ydoc_node *cl, const char *path,
 		      struct kube_config *c)
 {
 	const struct ydoc_node *server, *ca, *ca_data, *skip;
-	_cleanup_rc_error_ struct rc_error *why = NULL;
 	char key[256];
 	int r;
 
@@ -316,18 +333,7 @@ static int kc_cluster(const struct ydoc *x, const struct ydoc_node *cl, const ch
 		return ydoc_fail(x, -EINVAL, cl, key,
 				 "missing (and no certificate-authority-data): the server's "
 				 "certificate must be verified against the cluster's CA");
-	r = kc_path(x->file, ca->value, &c->ca_file);
-	if (r < 0)
-		return r;
-	r = check_ca_file(c->ca_file, &why);
-	if (r < 0) {
-		/* A path is shown whole: quote_untrusted, not cut like a value. */
-		_cleanup_free_ char *q = quote_untrusted(c->ca_file);
-
-		return ydoc_fail(x, r, ca, key, "%s: %s", q ? q : "(out of memory)",
-				 rc_error_msg(why, r));
-	}
-	return 0;
+	return kc_file(x, ca, key, check_ca_file, &c->ca_file);
 }
 
 static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct ydoc_node *at,
@@ -336,7 +342,6 @@ static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct
 	static const char *const certs[] = {"client-certificate", "client-certificate-data",
 					    "client-key", "client-key-data"};
 	const struct ydoc_node *token = NULL, *file = NULL;
-	_cleanup_rc_error_ struct rc_error *why = NULL;
 	char key[256];
 	int r;
 
@@ -346,17 +351,7 @@ static int kc_user(const struct ydoc *x, const struct ydoc_node *u, const struct
 		return r;
 	if (file) {
 		snprintf(key, sizeof(key), "%s.tokenFile", path);
-		r = kc_path(x->file, file->value, &c->token_file);
-		if (r < 0)
-			return r;
-		r = check_token_file(c->token_file, &why);
-		if (r < 0) {
-			_cleanup_free_ char *q = quote_untrusted(c->token_file);
-
-			return ydoc_fail(x, r, file, key, "%s: %s", q ? q : "(out of memory)",
-					 rc_error_msg(why, r));
-		}
-		return 0;
+		return kc_file(x, file, key, check_token_file, &c->token_file);
 	}
 	if (token) {
 		size_t start, len;

@@ -239,13 +239,13 @@ static void on_call_done(struct gc_tag *tag, bool ok)
 	server_unref(s);
 }
 
-static void answer(struct gc_call *c, grpc_status_code code, const char *details)
+/* The ops that answer c (its initial metadata, c->reply when code is OK, the status with
+ * details): 3 at most, the count returned. */
+static size_t answer_ops(struct gc_call *c, grpc_op *ops, grpc_status_code code,
+			 const char *details)
 {
-	grpc_op ops[4];
 	size_t n = 0;
-	grpc_call_error e;
 
-	memset(ops, 0, sizeof(ops));
 	ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
 	if (code == GRPC_STATUS_OK && c->reply) {
 		ops[n].op = GRPC_OP_SEND_MESSAGE;
@@ -257,6 +257,17 @@ static void answer(struct gc_call *c, grpc_status_code code, const char *details
 	ops[n].data.send_status_from_server.status = code;
 	ops[n++].data.send_status_from_server.status_details =
 	    details && *details ? &c->status_details : NULL;
+	return n;
+}
+
+static void answer(struct gc_call *c, grpc_status_code code, const char *details)
+{
+	grpc_op ops[4];
+	size_t n = 0;
+	grpc_call_error e;
+
+	memset(ops, 0, sizeof(ops));
+	n = answer_ops(c, ops, code, details);
 	ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
 	ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
 	c->tag.fn = on_call_done;
@@ -336,22 +347,14 @@ static void deferred_send(struct gc_call *c, grpc_status_code code, grpc_byte_bu
 	if (twice) {
 		log_error("%s: a deferred call was answered twice, ignoring", s->name);
 	} else if (!c->closed && c->call) {
-		ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
 		if (code == GRPC_STATUS_OK) {
 			/* A unary OK carries a message, an empty one at least. */
 			if (!bb)
 				bb = grpc_raw_byte_buffer_create(NULL, 0);
 			c->reply = bb;
 			bb = NULL;
-			ops[n].op = GRPC_OP_SEND_MESSAGE;
-			ops[n++].data.send_message.send_message = c->reply;
 		}
-		if (details && *details)
-			c->status_details = grpc_slice_from_copied_string(details);
-		ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-		ops[n].data.send_status_from_server.status = code;
-		ops[n++].data.send_status_from_server.status_details =
-		    details && *details ? &c->status_details : NULL;
+		n = answer_ops(c, ops, code, details);
 		e = grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL);
 		if (e == GRPC_CALL_OK) {
 			c->sending = true;

@@ -109,16 +109,43 @@ static bool moves_netns(const struct spec_options *opts, size_t i)
 	return opts->netns_move || (opts->netns_move_of && opts->netns_move_of[i]);
 }
 
-/* A new device entry: its deviceNodes array (in *ret_nodes) and its edits. */
-static cJSON *new_device(cJSON *devices, const char *name, cJSON **ret_nodes)
+cJSON *spec_new(const char *kind, cJSON **ret_devices)
 {
-	cJSON *d = cJSON_CreateObject(), *edits;
+	_cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
+
+	/* Placeholder first, so cdiVersion leads the file: spec_set_version() fills it. */
+	if (!spec || !cJSON_AddStringToObject(spec, "cdiVersion", "") ||
+	    !cJSON_AddStringToObject(spec, "kind", kind))
+		return NULL;
+	*ret_devices = cJSON_AddArrayToObject(spec, "devices");
+	return *ret_devices ? TAKE_PTR(spec) : NULL;
+}
+
+cJSON *spec_new_device(cJSON *devices, const char *name)
+{
+	cJSON *d = cJSON_CreateObject();
 
 	if (!d || !cJSON_AddItemToArray(devices, d))
 		return cJSON_Delete(d), NULL;
 	if (!cJSON_AddStringToObject(d, "name", name))
 		return NULL;
-	edits = cJSON_AddObjectToObject(d, "containerEdits");
+	return cJSON_AddObjectToObject(d, "containerEdits");
+}
+
+int spec_set_version(cJSON *spec)
+{
+	cJSON *version = cJSON_GetObjectItemCaseSensitive(spec, "cdiVersion");
+
+	if (!cJSON_IsString(version))
+		return -EINVAL;
+	return cJSON_SetValuestring(version, cdi_min_version(spec)) ? 0 : -ENOMEM;
+}
+
+/* A new device entry: its deviceNodes array (in *ret_nodes) and its edits. */
+static cJSON *new_device(cJSON *devices, const char *name, cJSON **ret_nodes)
+{
+	cJSON *edits = spec_new_device(devices, name);
+
 	if (!edits)
 		return NULL;
 	*ret_nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
@@ -301,7 +328,7 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	_cleanup_free_ char(*ids)[SPEC_ID_MAX + 1] = NULL;
 	_cleanup_free_ bool *emit = NULL;
-	cJSON *devices, *version;
+	cJSON *devices;
 	int r;
 
 	if (!cdi_kind_is_valid(kind))
@@ -319,15 +346,8 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	if (!ids)
 		return -ENOMEM;
 
-	spec = cJSON_CreateObject();
+	spec = spec_new(kind, &devices);
 	if (!spec)
-		return -ENOMEM;
-	/* Placeholder: the version is computed from the finished tree below. */
-	version = cJSON_AddStringToObject(spec, "cdiVersion", "");
-	if (!version || !cJSON_AddStringToObject(spec, "kind", kind))
-		return -ENOMEM;
-	devices = cJSON_AddArrayToObject(spec, "devices");
-	if (!devices)
 		return -ENOMEM;
 
 	r = add_devices(devices, node, emit, ids, opts, dev_root);
@@ -338,8 +358,9 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
 	if (r < 0)
 		return r;
 
-	if (!cJSON_SetValuestring(version, cdi_min_version(spec)))
-		return -ENOMEM;
+	r = spec_set_version(spec);
+	if (r < 0)
+		return r;
 	r = cdi_spec_validate(spec, NULL);
 	if (r < 0)
 		return r;

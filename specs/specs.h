@@ -66,6 +66,18 @@ int spec_build(const struct disc_node *node, const struct spec_options *opts, cJ
  */
 void spec_device_id(const struct disc_node *node, size_t i, char buf[static SPEC_ID_MAX + 1]);
 
+/*
+ * The shape every spec rdma-cdi writes shares (the node spec, the DRA driver's per-claim
+ * spec): spec_new() returns {"cdiVersion": "", "kind": kind, "devices": []} with
+ * *ret_devices the array, or NULL on OOM; spec_new_device() appends {"name": name,
+ * "containerEdits": {}} to devices and returns its containerEdits, or NULL on OOM;
+ * spec_set_version() sets cdiVersion to cdi_min_version() of the finished tree (0,
+ * -ENOMEM, -EINVAL when spec has no cdiVersion string).
+ */
+cJSON *spec_new(const char *kind, cJSON **ret_devices);
+cJSON *spec_new_device(cJSON *devices, const char *name);
+int spec_set_version(cJSON *spec);
+
 /* "rdma.example/hca" + "mlx5_0" -> "rdma.example/hca=mlx5_0" (malloc'd, NULL on OOM). */
 char *spec_qualified_name(const char *kind, const char *device);
 

@@ -187,6 +187,33 @@ static int skip_multiline(struct toml *t, const char *delim)
 
 static int parse_value(struct toml *t, struct doctor_toml_value *v, int depth);
 
+/* "key = value": the key appended to key[], the value into *v. */
+static int parse_key_value(struct toml *t, char *key, size_t size, struct doctor_toml_value *v,
+			   int depth)
+{
+	int r = parse_key(t, key, size);
+
+	if (r < 0)
+		return r;
+	if (peek(t) != '=')
+		return toml_fail(t, "expected '=' after a key");
+	t->pos++;
+	skip_ws(t);
+	return parse_value(t, v, depth);
+}
+
+/* After an element of an array or inline table: 1 past a ',', 0 past close, -1 (nothing
+ * consumed) on anything else. */
+static int next_or_close(struct toml *t, char close)
+{
+	int c = peek(t);
+
+	if (c != ',' && c != close)
+		return -1;
+	t->pos++;
+	return c == ',';
+}
+
 static int parse_array(struct toml *t, struct doctor_toml_value *v, int depth)
 {
 	bool all_strings = true;
@@ -216,14 +243,11 @@ static int parse_array(struct toml *t, struct doctor_toml_value *v, int depth)
 		free(e.s);
 		cJSON_Delete(e.strs);
 		skip_all(t);
-		if (peek(t) == ',') {
-			t->pos++;
+		r = next_or_close(t, ']');
+		if (r > 0)
 			continue;
-		}
-		if (peek(t) == ']') {
-			t->pos++;
+		if (r == 0)
 			break;
-		}
 		cJSON_Delete(strs);
 		return toml_fail(t, "expected ',' or ']' in an array");
 	}
@@ -248,28 +272,18 @@ static int parse_inline_table(struct toml *t, int depth)
 	for (;;) {
 		char key[1024] = "";
 		struct doctor_toml_value e = {};
-		int r = parse_key(t, key, sizeof(key));
+		int r = parse_key_value(t, key, sizeof(key), &e, depth + 1);
 
-		if (r < 0)
-			return r;
-		if (peek(t) != '=')
-			return toml_fail(t, "expected '=' after a key");
-		t->pos++;
-		skip_ws(t);
-		r = parse_value(t, &e, depth + 1);
 		free(e.s);
 		cJSON_Delete(e.strs);
 		if (r < 0)
 			return r;
 		skip_ws(t);
-		if (peek(t) == ',') {
-			t->pos++;
+		r = next_or_close(t, '}');
+		if (r > 0)
 			continue;
-		}
-		if (peek(t) == '}') {
-			t->pos++;
+		if (r == 0)
 			return 0;
-		}
 		return toml_fail(t, "expected ',' or '}' in an inline table");
 	}
 }
@@ -351,14 +365,7 @@ static int toml_parse(struct toml *t)
 			struct doctor_toml_value v = {};
 
 			snprintf(key, sizeof(key), "%s", t->path);
-			r = parse_key(t, key, sizeof(key));
-			if (r < 0)
-				return r;
-			if (peek(t) != '=')
-				return toml_fail(t, "expected '=' after a key");
-			t->pos++;
-			skip_ws(t);
-			r = parse_value(t, &v, 0);
+			r = parse_key_value(t, key, sizeof(key), &v, 0);
 			if (r >= 0 && t->cb)
 				t->cb(t->ud, key, &v);
 			free(v.s);

@@ -109,18 +109,17 @@ static int copy_link_at(int sfd, int dfd, const char *name)
 	return 0;
 }
 
-/* Copies the tree under sfd into dfd; on failure names the entry in err. */
-static int copy_tree(int sfd, int dfd, const char *rel, int depth, char *err, size_t errlen)
+/* Copies the tree under sfd into dfd; on failure names the entry in *err. */
+static int copy_tree(int sfd, int dfd, const char *rel, int depth, struct rc_error **err)
 {
 	_cleanup_closedir_ DIR *d = NULL;
 	struct dirent *de;
 	char path[PATH_MAX];
 	int fd, r;
 
-	if (depth > MAX_DEPTH) {
-		snprintf(err, errlen, "%s: more than %d directory levels", rel, MAX_DEPTH);
-		return -ELOOP;
-	}
+	if (depth > MAX_DEPTH)
+		return rc_error_set(err, -ELOOP, "%s: more than %d directory levels", rel,
+				    MAX_DEPTH);
 	fd = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return -errno;
@@ -155,7 +154,7 @@ static int copy_tree(int sfd, int dfd, const char *rel, int depth, char *err, si
 				r = -errno;
 				goto fail;
 			}
-			r = copy_tree(s2, d2, path, depth + 1, err, errlen);
+			r = copy_tree(s2, d2, path, depth + 1, err);
 			if (r < 0)
 				return r;
 		} else if (S_ISREG(st.st_mode)) {
@@ -167,19 +166,15 @@ static int copy_tree(int sfd, int dfd, const char *rel, int depth, char *err, si
 			if (r < 0)
 				goto fail;
 		} else {
-			snprintf(err, errlen, "%s: not a file, directory or symlink", path);
-			return -EINVAL;
+			return rc_error_set(err, -EINVAL, "%s: not a file, directory or symlink",
+					    path);
 		}
 	}
-	if (errno != 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", rel, strerror(-r));
-		return r;
-	}
+	if (errno != 0)
+		return rc_error_wrap(err, -errno, "%s", rel);
 	return 0;
 fail:
-	snprintf(err, errlen, "%s: %s", path, strerror(-r));
-	return r;
+	return rc_error_wrap(err, r, "%s", path);
 }
 
 static int cmd_install(int argc, char **argv)
@@ -192,7 +187,7 @@ static int cmd_install(int argc, char **argv)
 	};
 	_cleanup_close_ int sfd = -1, dfd = -1;
 	const char *from = NULL, *to = NULL;
-	char err[PATH_MAX + 128] = "";
+	_cleanup_rc_error_ struct rc_error *err = NULL;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -222,10 +217,9 @@ static int cmd_install(int argc, char **argv)
 	dfd = open(to, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return log_error_errno(-errno, "install: cannot open %s", to), EXIT_FAILURE;
-	r = copy_tree(sfd, dfd, from, 0, err, sizeof(err));
+	r = copy_tree(sfd, dfd, from, 0, &err);
 	if (r < 0) {
-		log_error("install: copying %s to %s failed: %s", from, to,
-			  err[0] ? err : strerror(-r));
+		log_error("install: copying %s to %s failed: %s", from, to, rc_error_msg(err, r));
 		return EXIT_FAILURE;
 	}
 	log_info("installed %s into %s", from, to);
@@ -249,7 +243,7 @@ static void cq_drain_destroy(grpc_completion_queue *cq)
 DEFINE_CLEANUP_FUNC(grpc_completion_queue, cq_drain_destroy)
 
 /* 0 when the plugin at path answers GetDevicePluginOptions with OK within timeout_ms. */
-static int probe_socket(const char *path, int timeout_ms, char *err, size_t errlen)
+static int probe_socket(const char *path, int timeout_ms, struct rc_error **err)
 {
 	_cleanup_(cq_drain_destroyp) grpc_completion_queue *cq = NULL;
 	_cleanup_(grpc_channel_destroyp) grpc_channel *ch = NULL;
@@ -293,8 +287,7 @@ static int probe_socket(const char *path, int timeout_ms, char *err, size_t errl
 	ops[5].data.recv_status_on_client.status = &status;
 	ops[5].data.recv_status_on_client.status_details = &details;
 	if (grpc_call_start_batch(call, ops, ELEMENTSOF(ops), (void *)1, NULL) != GRPC_CALL_OK) {
-		snprintf(err, errlen, "cannot start the call");
-		r = -EIO;
+		r = rc_error_set(err, -EIO, "cannot start the call");
 		goto out;
 	}
 	/* The call's own deadline ends it; the extra second only guards against a gRPC bug. */
@@ -303,18 +296,17 @@ static int probe_socket(const char *path, int timeout_ms, char *err, size_t errl
 	if (ev.type != GRPC_OP_COMPLETE) {
 		grpc_call_cancel(call, NULL);
 		(void)grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-		snprintf(err, errlen, "no completion within %d ms", timeout_ms);
-		r = -ETIMEDOUT;
+		r = rc_error_set(err, -ETIMEDOUT, "no completion within %d ms", timeout_ms);
 	} else if (status != GRPC_STATUS_OK || !recv) {
 		char *d = grpc_slice_to_c_string(details);
 
-		snprintf(err, errlen, "%s: status %d%s%s",
-			 status == GRPC_STATUS_DEADLINE_EXCEEDED
-			     ? "no answer in time (stuck or stopped?)"
-			     : "GetDevicePluginOptions failed",
-			 (int)status, d && d[0] ? ", " : "", d ? d : "");
+		r = rc_error_set(err, status == GRPC_STATUS_DEADLINE_EXCEEDED ? -ETIMEDOUT : -EIO,
+				 "%s: status %d%s%s",
+				 status == GRPC_STATUS_DEADLINE_EXCEEDED
+				     ? "no answer in time (stuck or stopped?)"
+				     : "GetDevicePluginOptions failed",
+				 (int)status, d && d[0] ? ", " : "", d ? d : "");
 		gpr_free(d);
-		r = status == GRPC_STATUS_DEADLINE_EXCEEDED ? -ETIMEDOUT : -EIO;
 	}
 out:
 	grpc_metadata_array_destroy(&im);
@@ -421,11 +413,11 @@ static int cmd_probe(int argc, char **argv)
 	}
 	grpc_init();
 	for (size_t i = 0; i < n_paths; i++) {
-		char err[512] = "";
+		_cleanup_rc_error_ struct rc_error *err = NULL;
 
-		r = probe_socket(paths[i], (int)timeout * 1000, err, sizeof(err));
+		r = probe_socket(paths[i], (int)timeout * 1000, &err);
 		if (r < 0) {
-			log_error("probe: %s: %s", paths[i], err[0] ? err : strerror(-r));
+			log_error("probe: %s: %s", paths[i], rc_error_msg(err, r));
 			failed++;
 		} else {
 			log_debug("probe: %s answered", paths[i]);

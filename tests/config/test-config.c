@@ -1242,6 +1242,35 @@ static void test_report(void)
 	disc_node_free(big);
 }
 
+/* The values both daemons give a container: NCCL's needs "=" (exact match: "mlx5_3"
+ * alone would also select mlx5_30), the others are the plain list. */
+static void test_env_value(void)
+{
+	const char *names[] = {"mlx5_3", "mlx5_5"};
+	const char *ucx[] = {"mlx5_3:1", "mlx5_5:1,mlx5_5:2"};
+	struct {
+		const char *key, *const *items;
+		size_t n;
+		const char *want;
+	} cases[] = {
+		{CFG_ENV_DEVICES, names, 2, "mlx5_3,mlx5_5"},
+		{CFG_ENV_NCCL_IB_HCA, names, 2, "=mlx5_3,mlx5_5"},
+		{CFG_ENV_NCCL_IB_HCA, names, 1, "=mlx5_3"},
+		{CFG_ENV_UCX_NET_DEVICES, ucx, 2, "mlx5_3:1,mlx5_5:1,mlx5_5:2"},
+		{NULL, names, 2, "mlx5_3,mlx5_5"},
+		{CFG_ENV_DEVICES, names, 0, ""},
+		{CFG_ENV_NCCL_IB_HCA, names, 0, "="},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *v = cfg_env_value(cases[i].key, cases[i].items, cases[i].n);
+
+		ok(v && strcmp(v, cases[i].want) == 0, "cfg_env_value %s of %zu: \"%s\" (got \"%s\")",
+		   cases[i].key ? cases[i].key : "(list)", cases[i].n, cases[i].want, v ? v : "NULL");
+		free(v);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1261,5 +1290,6 @@ int main(int argc, char **argv)
 	test_quirks();
 	test_bound();
 	test_report();
+	test_env_value();
 	return tap_done();
 }
