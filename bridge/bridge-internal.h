@@ -51,7 +51,6 @@
 #define DP_ANNOTATION_SUFFIX_MAX (63 - (sizeof("rdma-cdi_") - 1))
 #define DP_CONTAINER_DEV_DIR "/dev/infiniband"
 #define DP_PATH_DEPTH_MAX 16 /* sysfs path components kept for affinity */
-#define DP_PORT_ACTIVE 4 /* IB_PORT_ACTIVE in ports/N/state */
 /* IDs per table (shared x HCAs): keeps ListAndWatch well under the kubelet's 4 MiB. */
 #define DP_LIST_IDS_MAX 16384
 

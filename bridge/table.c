@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bridge-internal.h"
+#include "config.h"
 
 static void hca_clear(struct dp_hca *h)
 {
@@ -83,26 +84,6 @@ static enum dp_link link_of(const struct disc_device *dev)
 	return DP_LINK_UNKNOWN;
 }
 
-/* "mlx5_3:1,mlx5_3:2": the ACTIVE ports, else the first (see bridge-internal.h). */
-static char *ucx_devices(const struct disc_device *dev)
-{
-	size_t len = 1, off = 0, n = 0;
-	char *s;
-
-	/* Port numbers are unsigned: at most 10 digits, ':' and ',' around them. */
-	len += (dev->n_ports ? dev->n_ports : 1) * (strlen(dev->name) + 12);
-	s = malloc(len);
-	if (!s)
-		return NULL;
-	for (size_t i = 0; i < dev->n_ports; i++)
-		if (dev->ports[i].state == DP_PORT_ACTIVE)
-			off += (size_t)snprintf(s + off, len - off, "%s%s:%u", n++ ? "," : "",
-						dev->name, dev->ports[i].num);
-	if (n == 0)
-		snprintf(s, len, "%s:%u", dev->name, dev->n_ports ? dev->ports[0].num : 1);
-	return s;
-}
-
 static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char *kind,
 		    bool with_mad)
 {
@@ -111,7 +92,7 @@ static int hca_init(struct dp_hca *h, const struct disc_device *dev, const char 
 	h->name = strdup(dev->name);
 	h->qualified = spec_qualified_name(kind, dev->name);
 	h->pci = strdup(dev->pci);
-	h->ucx = ucx_devices(dev);
+	h->ucx = cfg_ucx_entries(dev);
 	if (!h->name || !h->qualified || !h->pci || !h->ucx)
 		return -ENOMEM;
 	h->numa_node = dev->numa_node < 0 ? -1 : dev->numa_node;

@@ -56,6 +56,13 @@
  */
 char *cfg_env_value(const char *key, const char *const *items, size_t n);
 
+/*
+ * A device's CFG_ENV_UCX_NET_DEVICES items: "mlx5_3:1,mlx5_3:2", its ACTIVE ports, else its
+ * first port (port 1 when it has none), so that NCCL_IB_HCA and UCX_NET_DEVICES always
+ * name the same HCAs. malloc'd, NULL on OOM.
+ */
+char *cfg_ucx_entries(const struct disc_device *dev);
+
 enum cfg_mode { CFG_MODE_EXCLUSIVE, CFG_MODE_SHARED };
 
 /* A pool's `netns`: whether the spec's createRuntime hook moves each of the container's

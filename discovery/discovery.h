@@ -40,6 +40,7 @@
 #define DISC_NETDEV_MAX 16   /* IFNAMSIZ */
 #define DISC_ATTR_MAX 64
 #define DISC_PATH_MAX 512
+#define DISC_PORT_ACTIVE 4 /* IB_PORT_ACTIVE in ports/N/state */
 
 /* A character device node as described by a sysfs "dev" file. */
 struct disc_chardev {
@@ -51,7 +52,7 @@ struct disc_chardev {
 struct disc_port {
 	unsigned num;                       /* 1-based port number */
 	char link_layer[DISC_ATTR_MAX];     /* "InfiniBand", "Ethernet", "Unknown" */
-	int state;                          /* 4 = ACTIVE; -1 unknown */
+	int state;                          /* DISC_PORT_ACTIVE (4); -1 unknown */
 	char state_name[DISC_ATTR_MAX];     /* "ACTIVE", "DOWN", ... or "" */
 	int phys_state;                     /* 5 = LinkUp; -1 unknown */
 	char phys_state_name[DISC_ATTR_MAX];

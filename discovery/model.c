@@ -210,7 +210,7 @@ bool disc_device_healthy(const struct disc_device *dev)
 	if (!disc_device_usable(dev) || !dev->uverbs.node_present)
 		return false;
 	for (size_t i = 0; i < dev->n_ports; i++)
-		if (dev->ports[i].state == 4)
+		if (dev->ports[i].state == DISC_PORT_ACTIVE)
 			return true;
 	return false;
 }
@@ -266,7 +266,7 @@ int disc_device_health_reason(const struct disc_device *dev, char *buf, size_t l
 		if (!dev->lent)
 			reason_add(buf, len, "%sno ports", sep);
 	} else if (dev->n_ports == 1) {
-		if (dev->ports[0].state != 4)
+		if (dev->ports[0].state != DISC_PORT_ACTIVE)
 			reason_add(buf, len, "%sport %u %s", sep, dev->ports[0].num,
 				   port_state_shown(&dev->ports[0]));
 	} else {

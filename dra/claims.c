@@ -346,32 +346,17 @@ static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca 
 	       inv->cfg->pools[h->pool].nccl_env;
 }
 
-/* "mlx5_3:1": the HCA's ACTIVE ports, else its first port (the bridge's rule, so that
- * NCCL_IB_HCA and UCX_NET_DEVICES always name the same HCAs). */
-static void ucx_of(const struct dra_hca *h, char *buf, size_t size)
-{
-	if (h->ucx[0])
-		snprintf(buf, size, "%s", h->ucx);
-	else
-		snprintf(buf, size, "%s:%u", h->d->name, h->d->n_ports ? h->d->ports[0].num : 1);
-}
-
 /* "K=V", V being cfg_env_value() of the HCAs' names, or of their UCX entries when ucx. */
 static int add_env(cJSON *env, const char *key, const struct dra_hca *const *hcas, size_t n,
 		   bool ucx)
 {
 	_cleanup_free_ const char **items = calloc(n ? n : 1, sizeof(*items));
-	_cleanup_free_ char(*bufs)[sizeof(hcas[0]->ucx) + DISC_NAME_MAX + 12] =
-	    ucx ? calloc(n ? n : 1, sizeof(*bufs)) : NULL;
 	_cleanup_free_ char *value = NULL, *s = NULL;
 
-	if (!items || (ucx && !bufs))
+	if (!items)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (ucx)
-			ucx_of(hcas[i], bufs[i], sizeof(bufs[i]));
-		items[i] = ucx ? bufs[i] : hcas[i]->d->name;
-	}
+	for (size_t i = 0; i < n; i++)
+		items[i] = ucx ? hcas[i]->ucx : hcas[i]->d->name;
 	value = cfg_env_value(key, items, n);
 	s = value ? strdup_printf("%s=%s", key, value) : NULL;
 	if (!s)

@@ -55,31 +55,6 @@ void dra_device_name(const struct disc_node *node, size_t i,
 		 (unsigned)fnv1a64(dev->name, strlen(dev->name), FNV1A64_INIT));
 }
 
-/* "mlx5_3:1,mlx5_3:2": the ACTIVE ports, else the first (as the bridge's
- * UCX_NET_DEVICES entries, bridge/table.c). Entries that do not fit are left out. */
-static void ucx_devices(const struct disc_device *dev, char *buf, size_t size)
-{
-	size_t off = 0, n = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < dev->n_ports; i++) {
-		int w;
-
-		if (dev->ports[i].state != 4)
-			continue;
-		w = snprintf(buf + off, size - off, "%s%s:%u", n ? "," : "", dev->name,
-			     dev->ports[i].num);
-		if (w < 0 || (size_t)w >= size - off) {
-			buf[off] = '\0';
-			break;
-		}
-		off += (size_t)w;
-		n++;
-	}
-	if (n == 0)
-		snprintf(buf, size, "%s:%u", dev->name, dev->n_ports ? dev->ports[0].num : 1);
-}
-
 static int hca_init(struct dra_hca *h, const struct disc_node *node, size_t i, long pool,
 		    const char *kind)
 {
@@ -102,8 +77,8 @@ static int hca_init(struct dra_hca *h, const struct disc_node *node, size_t i, l
 	n = snprintf(h->cdi_id, sizeof(h->cdi_id), "%s", q);
 	if (n < 0 || (size_t)n >= sizeof(h->cdi_id))
 		return -EINVAL;
-	ucx_devices(d, h->ucx, sizeof(h->ucx));
-	return 0;
+	h->ucx = cfg_ucx_entries(d);
+	return h->ucx ? 0 : -ENOMEM;
 }
 
 int dra_inventory_build(const struct disc_node *node, const struct cfg *cfg,
@@ -150,6 +125,8 @@ void dra_inventory_free(struct dra_inventory *inv)
 {
 	if (!inv)
 		return;
+	for (size_t i = 0; i < inv->n_hcas; i++)
+		free(inv->hcas[i].ucx);
 	free(inv->hcas);
 	free(inv);
 }

@@ -37,7 +37,7 @@ struct dra_hca {
 	bool healthy;			    /* disc_device_healthy() */
 	char reason[128];		    /* why not healthy ("port 1 DOWN"), "" when healthy */
 	char cdi_id[320]; /* "rdma.example/hca=0000:3b:00.0": the spec's ID name */
-	char ucx[256];	  /* "mlx5_2:1": its ACTIVE ports, for UCX_NET_DEVICES */
+	char *ucx;	  /* cfg_ucx_entries(): "mlx5_2:1", for UCX_NET_DEVICES */
 };
 
 struct dra_inventory {

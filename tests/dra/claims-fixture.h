@@ -28,6 +28,7 @@ struct fixture {
 	struct disc_device devs[FIX_N];
 	struct disc_port ports[FIX_N][2];
 	struct dra_hca hcas[FIX_N];
+	char ucx[FIX_N][64]; /* the hcas' UCX entries (cfg_ucx_entries() owns them in the driver) */
 	struct cfg_pool pools[3];
 	struct cfg cfg;
 	struct disc_node node;
@@ -48,7 +49,7 @@ static inline void fix_device(struct fixture *f, size_t i, const char *name, con
 	d->n_ports = n_ports;
 	for (unsigned p = 0; p < n_ports; p++) {
 		d->ports[p].num = p + 1;
-		d->ports[p].state = p < n_active ? 4 : 1;
+		d->ports[p].state = p < n_active ? DISC_PORT_ACTIVE : 1;
 	}
 	snprintf(h->name, sizeof(h->name), "%s", name);
 	h->dev = i;
@@ -57,10 +58,12 @@ static inline void fix_device(struct fixture *f, size_t i, const char *name, con
 	h->healthy = !reason;
 	snprintf(h->reason, sizeof(h->reason), "%s", reason ? reason : "");
 	snprintf(h->cdi_id, sizeof(h->cdi_id), "rdma.example/hca=%s", pci);
-	h->ucx[0] = '\0';
+	h->ucx = f->ucx[i];
 	for (unsigned p = 0; p < n_active; p++)
-		snprintf(h->ucx + strlen(h->ucx), sizeof(h->ucx) - strlen(h->ucx), "%s%s:%u",
+		snprintf(h->ucx + strlen(h->ucx), sizeof(f->ucx[i]) - strlen(h->ucx), "%s%s:%u",
 			 p ? "," : "", rdma, p + 1);
+	if (n_active == 0)
+		snprintf(h->ucx, sizeof(f->ucx[i]), "%s:1", rdma);
 }
 
 static inline struct fixture *fix_new(void)
