@@ -240,6 +240,11 @@ DIR *fdopendir_consume(int fd);
 /* True for "." and "..", which readdir() lists and nobody wants. */
 bool dot_or_dot_dot(const char *name);
 
+/* The shortest path lexically equal to the absolute path p: no "//", "." or "..", no
+ * trailing '/' ("/a/./b/../c/" -> "/a/c"; ".." at the root stays at the root). Symlinks
+ * are not looked at. malloc'd, NULL on OOM or when p is not absolute. */
+char *path_clean(const char *p);
+
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
 

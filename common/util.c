@@ -113,6 +113,38 @@ bool dot_or_dot_dot(const char *name)
 	return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
 }
 
+char *path_clean(const char *p)
+{
+	size_t n = 0, len;
+	char *out;
+
+	if (!p || p[0] != '/')
+		return NULL;
+	out = malloc(strlen(p) + 2);
+	if (!out)
+		return NULL;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if (len == 0 || (len == 1 && p[0] == '.')) {
+			/* nothing */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 0 && out[--n] != '/')
+				;
+		} else {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+	return out;
+}
+
 int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

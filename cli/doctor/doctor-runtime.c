@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The container runtimes' settings, read under --host-root: containerd's config.toml
- * (is CDI on, does it read our spec dir), its unit's LimitMEMLOCK (the limit containers
- * start with), CRI-O's crio.conf and drop-ins. The files are parsed by doctor-config.c.
+ * The container runtimes' settings, read under --host-root: containerd's config.toml and
+ * the files it imports (is CDI on, does it read our spec dir), its unit's LimitMEMLOCK
+ * (the limit containers start with), CRI-O's crio.conf and drop-ins. The files are
+ * parsed by doctor-config.c.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <libgen.h>
 #include <string.h>
 
 #include "common.h"
@@ -27,6 +30,11 @@ struct cri_settings {
 	cJSON *spec_dirs[2]; /* NULL = absent */
 	const char *const *sections;
 	size_t n_sections;
+	/* containerd: the file's `imports`, the sections it sets, and (merged) the file
+	 * each section in force comes from (a display path; NULL: the main config) */
+	cJSON *imports;
+	bool section_seen[2];
+	char *section_file[2];
 };
 
 /* containerd 1.7 (config version 2) and 2.x (version 3) keep the CRI's CDI settings here. */
@@ -43,10 +51,15 @@ static void cri_cb(void *ud, const char *key, const struct doctor_toml_value *v)
 
 	if (strcmp(key, "version") == 0 && v->type == DOCTOR_TOML_INT)
 		s->version = v->i;
+	if (strcmp(key, "imports") == 0 && v->type == DOCTOR_TOML_STRINGS) {
+		cJSON_Delete(s->imports);
+		s->imports = cJSON_Duplicate(v->strs, true);
+	}
 	for (size_t i = 0; i < s->n_sections; i++) {
 		n = strlen(s->sections[i]);
 		if (strncmp(key, s->sections[i], n) != 0 || key[n] != '\n')
 			continue;
+		s->section_seen[i] = true;
 		if (strcmp(key + n + 1, "enable_cdi") == 0 && v->type == DOCTOR_TOML_BOOL) {
 			s->enable_cdi[i] = v->b;
 			s->enable_cdi_line[i] = v->line;
@@ -81,8 +94,11 @@ static int read_toml(const char *path, struct cri_settings *s, struct rc_error *
 
 static void cri_settings_done(struct cri_settings *s)
 {
-	for (size_t i = 0; i < ELEMENTSOF(s->spec_dirs); i++)
+	for (size_t i = 0; i < ELEMENTSOF(s->spec_dirs); i++) {
 		cJSON_Delete(s->spec_dirs[i]);
+		free(s->section_file[i]);
+	}
+	cJSON_Delete(s->imports);
 }
 
 /* True when dirs (NULL = the runtimes' default /etc/cdi, /var/run/cdi) holds dir. */
@@ -119,6 +135,151 @@ static const char *section_header(const char *section, char *buf, size_t size)
 	return buf;
 }
 
+/* ---- containerd's files: config.toml and its imports ------------------------------ */
+
+#define CONTAINERD_CONFIG "/etc/containerd/config.toml"
+#define CONTAINERD_FILES_MAX 64 /* the main config and the files it imports, followed */
+
+/* The files containerd reads in its order: config.toml, then each file's `imports`
+ * (relative to that file's directory; a path with '*' globbed, its matches sorted),
+ * breadth first, each file once. Paths as the host sees them. */
+struct cd_files {
+	char *v[CONTAINERD_FILES_MAX];
+	size_t parent[CONTAINERD_FILES_MAX]; /* the file that imports it */
+	size_t n;
+	bool truncated;
+};
+
+static void cd_files_done(struct cd_files *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->v[i]);
+}
+
+static int cd_files_add(struct cd_files *f, const char *path, size_t parent)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->v[i], path) == 0)
+			return 0;
+	if (f->n == CONTAINERD_FILES_MAX) {
+		f->truncated = true;
+		return 0;
+	}
+	f->v[f->n] = strdup(path);
+	if (!f->v[f->n])
+		return -ENOMEM;
+	f->parent[f->n++] = parent;
+	return 0;
+}
+
+/* Adds the matches of the host path pattern abs (under --host-root) to f. */
+static int cd_files_glob(const struct doctor *d, struct cd_files *f, const char *abs, size_t from)
+{
+	_cleanup_free_ char *host = cli_host_path(d->o->common, abs);
+	size_t root_len;
+	glob_t g = {};
+	int r = 0;
+
+	if (!host)
+		return -ENOMEM;
+	root_len = strlen(host) - strlen(abs);
+	if (glob(host, GLOB_ERR, NULL, &g) == GLOB_NOSPACE)
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < g.gl_pathc; i++)
+		if (strlen(g.gl_pathv[i]) > root_len)
+			r = cd_files_add(f, g.gl_pathv[i] + root_len, from);
+	globfree(&g);
+	return r;
+}
+
+/* Adds what file f->v[from] imports. */
+static int cd_files_import(const struct doctor *d, struct cd_files *f, size_t from,
+			   const cJSON *imports)
+{
+	const cJSON *e;
+	int r = 0;
+
+	cJSON_ArrayForEach (e, imports) {
+		_cleanup_free_ char *dir = strdup(f->v[from]), *joined = NULL, *abs = NULL;
+
+		if (!dir)
+			return -ENOMEM;
+		/* containerd cleans each path lexically, then anchors a relative one */
+		joined = e->valuestring[0] == '/' ? strdup(e->valuestring)
+			 : strdup_printf("%s/%s", dirname(dir), e->valuestring);
+		abs = path_clean(joined);
+		if (!abs)
+			return -ENOMEM;
+		r = strchr(abs, '*') ? cd_files_glob(d, f, abs, from) : cd_files_add(f, abs, from);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * Merges one file's settings into total as containerd does: a file that has a plugin's
+ * section replaces that whole section (containerd merges plugin sections, not the keys
+ * inside them); the config version is the main file's.
+ */
+static int cd_merge(struct cri_settings *total, struct cri_settings *one, const char *file,
+		    bool main)
+{
+	if (main)
+		total->version = one->version;
+	for (size_t i = 0; i < ELEMENTSOF(total->spec_dirs); i++) {
+		if (!one->section_seen[i])
+			continue;
+		total->enable_cdi[i] = one->enable_cdi[i];
+		total->enable_cdi_line[i] = one->enable_cdi_line[i];
+		cJSON_Delete(total->spec_dirs[i]);
+		total->spec_dirs[i] = one->spec_dirs[i];
+		one->spec_dirs[i] = NULL;
+		free(total->section_file[i]);
+		total->section_file[i] = main ? NULL : strdup(file);
+		if (!main && !total->section_file[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Reads config.toml and everything it imports into total, listing the files read in
+ * files. 0; -ENOENT when there is no config.toml (*err not set); -errno with *err for a
+ * file containerd would refuse (syntax, an import that does not exist: -ENOENT too).
+ */
+static int containerd_read(struct doctor *d, struct cri_settings *total, cJSON *files,
+			   bool *ret_truncated, struct rc_error **err)
+{
+	struct cd_files f = {};
+	int r = cd_files_add(&f, CONTAINERD_CONFIG, 0);
+
+	for (size_t i = 0; r == 0 && i < f.n; i++) {
+		_cleanup_free_ char *host = cli_host_path(d->o->common, f.v[i]);
+		struct cri_settings one = {.version = 1,
+					   .enable_cdi = {-1, -1},
+					   .sections = containerd_sections,
+					   .n_sections = ELEMENTSOF(containerd_sections)};
+
+		r = host ? read_toml(host, &one, err) : -ENOMEM;
+		if (r == -ENOENT && i > 0)
+			r = rc_error_set(err, r,
+					 "%s imports %s, which does not exist: containerd refuses "
+					 "to start",
+					 f.v[f.parent[i]], f.v[i]);
+		if (r == 0 && !cJSON_AddItemToArray(files, cJSON_CreateString(f.v[i])))
+			r = -ENOMEM;
+		if (r == 0)
+			r = cd_merge(total, &one, f.v[i], i == 0);
+		if (r == 0)
+			r = cd_files_import(d, &f, i, one.imports);
+		cri_settings_done(&one);
+	}
+	*ret_truncated = f.truncated;
+	cd_files_done(&f);
+	return r;
+}
+
 /* No config.toml: containerd 1.7 runs with CDI off, 2.x with it on. */
 static void containerd_no_config(struct doctor *d, cJSON *data)
 {
@@ -150,11 +311,13 @@ static void containerd_verdict(struct doctor *d, const struct cri_settings *s, c
 	bool v3 = s->version >= 3;
 	size_t sec = v3 ? 1 : 0;
 	int enable = s->enable_cdi[sec];
-	char hdr[128], fix[512];
+	const char *file = s->section_file[sec] ? s->section_file[sec] : CONTAINERD_CONFIG;
+	char hdr[128], fix[512], from[512] = "";
 
 	cJSON_AddNumberToObject(data, "config_version", (double)s->version);
 	cJSON_AddStringToObject(data, "section",
 				section_header(containerd_sections[sec], hdr, sizeof(hdr)));
+	cJSON_AddStringToObject(data, "section_file", file);
 	if (enable < 0)
 		cJSON_AddNullToObject(data, "enable_cdi");
 	else
@@ -162,66 +325,80 @@ static void containerd_verdict(struct doctor *d, const struct cri_settings *s, c
 	cJSON_AddItemToObject(data, "cdi_spec_dirs",
 			      s->spec_dirs[sec] ? cJSON_Duplicate(s->spec_dirs[sec], true)
 						: cJSON_CreateNull());
+	if (s->section_file[sec])
+		snprintf(from, sizeof(from),
+			 " (%s comes from %s, an import, which replaces the whole section: "
+			 "containerd merges plugin sections, not their keys)",
+			 hdr, file);
 	snprintf(fix, sizeof(fix),
-		 "set enable_cdi = true under %s in /etc/containerd/config.toml, then systemctl "
-		 "restart containerd",
-		 hdr);
+		 "set enable_cdi = true under %s in %s, then systemctl restart containerd", hdr,
+		 file);
 	if (enable == 0)
 		doctor_add_check(d, "containerd.config", DOCTOR_FAIL, data, fix,
-				 "/etc/containerd/config.toml:%d: enable_cdi = false: containerd "
-				 "ignores CDI devices",
+				 "%s:%d: enable_cdi = false: containerd ignores CDI devices", file,
 				 s->enable_cdi_line[sec]);
 	else if (enable < 0 && !v3)
 		doctor_add_check(d, "containerd.config", DOCTOR_FAIL, data, fix,
-				 "/etc/containerd/config.toml (config version %lld) does not set "
-				 "enable_cdi: containerd 1.7 leaves CDI off (2.x turns it on; the "
+				 CONTAINERD_CONFIG " (config version %lld) does not set "
+				 "enable_cdi%s: containerd 1.7 leaves CDI off (2.x turns it on; the "
 				 "line is harmless there)",
-				 s->version);
+				 s->version, from);
 	else if (!dirs_hold(s->spec_dirs[sec], d->o->spec_dir)) {
 		snprintf(fix, sizeof(fix),
-			 "add \"%s\" to cdi_spec_dirs under %s in /etc/containerd/config.toml, "
-			 "then systemctl restart containerd",
-			 d->o->spec_dir, hdr);
+			 "add \"%s\" to cdi_spec_dirs under %s in %s, then systemctl restart "
+			 "containerd",
+			 d->o->spec_dir, hdr, file);
 		doctor_add_check(
 		    d, "containerd.config", DOCTOR_FAIL, data, fix,
-		    "CDI is on, but cdi_spec_dirs does not include %s, where the spec is",
-		    d->o->spec_dir);
+		    "CDI is on, but cdi_spec_dirs does not include %s, where the spec is%s",
+		    d->o->spec_dir, from);
 	} else
 		doctor_add_check(d, "containerd.config", DOCTOR_OK, data, NULL,
-				 "CDI is on (%s), spec dirs include %s",
+				 "CDI is on (%s%s%s), spec dirs include %s",
 				 enable > 0 ? "enable_cdi = true" : "the 2.x default",
-				 d->o->spec_dir);
+				 s->section_file[sec] ? " in " : "",
+				 s->section_file[sec] ? file : "", d->o->spec_dir);
 }
 
 void doctor_check_containerd(struct doctor *d)
 {
-	_cleanup_free_ char *path = cli_host_path(d->o->common, "/etc/containerd/config.toml");
 	struct cri_settings s = {.version = 1,
 				 .enable_cdi = {-1, -1},
 				 .sections = containerd_sections,
 				 .n_sections = ELEMENTSOF(containerd_sections)};
 	_cleanup_rc_error_ struct rc_error *err = NULL;
 	cJSON *data = cJSON_CreateObject();
+	cJSON *files = data ? cJSON_AddArrayToObject(data, "files") : NULL;
+	bool truncated = false;
 	int r;
 
-	if (!path || !data ||
-	    !cJSON_AddStringToObject(data, "path", "/etc/containerd/config.toml")) {
+	if (!files || !cJSON_AddStringToObject(data, "path", CONTAINERD_CONFIG)) {
 		cJSON_Delete(data);
 		d->oom = true;
 		return;
 	}
-	r = read_toml(path, &s, &err);
-	if (r == -ENOENT) {
+	r = containerd_read(d, &s, files, &truncated, &err);
+	if (r == -ENOENT && !err) {
+		cJSON_DeleteItemFromObject(data, "files");
 		containerd_no_config(d, data);
-		return;
-	}
-	cJSON_AddBoolToObject(data, "exists", true);
-	if (r < 0)
+	} else if (r == -ENOMEM) {
+		cJSON_Delete(data);
+		d->oom = true;
+	} else if (r < 0) {
+		cJSON_AddBoolToObject(data, "exists", true);
 		doctor_add_check(d, "containerd.config", DOCTOR_FAIL, data,
-				 "fix the syntax error: containerd refuses to start with this file",
-				 "%s", rc_error_msg(err, r));
-	else
+				 "fix the file: containerd refuses to start with it", "%s",
+				 rc_error_msg(err, r));
+	} else if (truncated) {
+		cJSON_AddBoolToObject(data, "exists", true);
+		doctor_add_check(d, "containerd.config", DOCTOR_WARN, data, NULL,
+				 CONTAINERD_CONFIG " imports more than %d files: doctor follows "
+				 "only the first %d, the verdict on CDI may be wrong",
+				 CONTAINERD_FILES_MAX, CONTAINERD_FILES_MAX);
+	} else {
+		cJSON_AddBoolToObject(data, "exists", true);
 		containerd_verdict(d, &s, data);
+	}
 	cri_settings_done(&s);
 }
 

@@ -141,6 +141,29 @@ static void test_dirs(void)
 	   "dot_or_dot_dot: exactly . and ..");
 }
 
+static void test_path_clean(void)
+{
+	static const char *const cases[][2] = {
+	    {"/", "/"},
+	    {"/a/b", "/a/b"},
+	    {"/a//b/", "/a/b"},
+	    {"/a/./b/../c", "/a/c"},
+	    {"/etc/containerd/conf.d/../config.toml", "/etc/containerd/config.toml"},
+	    {"/../../x", "/x"},
+	    {"/a/..", "/"},
+	    {"/a/...", "/a/..."},
+	    {"/.a/b.", "/.a/b."},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char *c = path_clean(cases[i][0]);
+
+		EQ_STR(c, cases[i][1], cases[i][0]);
+		free(c);
+	}
+	ok(!path_clean("rel/a") && !path_clean(""), "path_clean: a relative path is refused");
+}
+
 int main(void)
 {
 	test_text_quote();
@@ -149,5 +172,6 @@ int main(void)
 	test_json_print();
 	test_helpers();
 	test_dirs();
+	test_path_clean();
 	return tap_done();
 }
