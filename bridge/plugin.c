@@ -349,8 +349,8 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 		code = GRPC_STATUS_UNAVAILABLE;
 	}
 	metrics_call(p->metrics, p->resource,
-			method == M_ALLOCATE ? METRICS_ALLOCATE : METRICS_PREFERRED,
-			code == GRPC_STATUS_OK, metrics_now_usec() - t0);
+		     method == M_ALLOCATE ? METRICS_ALLOCATE : METRICS_PREFERRED,
+		     code == GRPC_STATUS_OK, metrics_now_usec() - t0);
 	/* A big request leaves MiB of freed heap behind that glibc keeps: give them back. */
 	if (len > DP_TRIM_OVER)
 		malloc_trim(0);

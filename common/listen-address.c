@@ -39,7 +39,7 @@ static int make_sockaddr(const char *host, bool ipv6, uint16_t port, struct sock
 }
 
 int parse_listen_address(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
-			     struct rc_error **err)
+			 struct rc_error **err)
 {
 	char host[ADDRESS_MAX];
 	const char *port, *colon;

@@ -456,8 +456,8 @@ static int open_loop(struct daemon *dm)
 	return 0;
 }
 
-/* Serves the metrics and /healthz from the start on: a daemon stuck in its first scan
- * already fails its liveness probe. */
+/* Serves the metrics and /healthz from the start on: the probe answers during the first
+ * scan (a worker thread's), and a loop stuck at the start (its first spec write) fails it. */
 static int start_metrics(struct daemon *dm)
 {
 	_cleanup_rc_error_ struct rc_error *e = NULL;

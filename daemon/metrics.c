@@ -70,7 +70,7 @@ struct metrics {
 	uint64_t spec_write_failures;
 	uint64_t reloads[2]; /* applied, rejected */
 	bool config_rejected;
-	const char *netns_mode; /* a constant, NULL: unknown */
+	const char *netns_mode;				     /* a constant, NULL: unknown */
 	uint64_t prepare[2], unprepare[2], slice_publish[2]; /* ok, failed */
 
 	/* /healthz: pings posted to the loop and answered by it (at most one out). */
@@ -173,8 +173,7 @@ void metrics_devices_begin(struct metrics *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_devices_set(struct metrics *m, const char *resource, size_t healthy,
-			 size_t unhealthy)
+void metrics_devices_set(struct metrics *m, const char *resource, size_t healthy, size_t unhealthy)
 {
 	struct resource *r;
 
@@ -450,8 +449,8 @@ static void put_histogram(struct text *t, const char *name, const char *labels,
 }
 
 /* A counter family by result: its two series, with resource (NULL: none). */
-static void put_results(struct text *t, const char *name, const char *resource,
-			const uint64_t v[2], const char *ok, const char *bad)
+static void put_results(struct text *t, const char *name, const char *resource, const uint64_t v[2],
+			const char *ok, const char *bad)
 {
 	for (int i = 0; i < 2; i++) {
 		put(t, "%s{", name);
@@ -480,8 +479,8 @@ static void render_devices(struct text *t, const struct metrics *m)
 	for (size_t i = 0; i < m->n_dev; i++) {
 		const struct device *d = &m->dev[i];
 
-		put_pair_label(t, "rdma_cdi_device_health_last_change_timestamp_seconds{",
-			       "device", d->device);
+		put_pair_label(t, "rdma_cdi_device_health_last_change_timestamp_seconds{", "device",
+			       d->device);
 		put_pair_label(t, ",", "pci", d->pci);
 		put_pair_label(t, ",", "pool", d->pool);
 		put(t, "} %lld\n", (long long)d->since);
@@ -554,8 +553,7 @@ static void render_dra(struct text *t, const struct metrics *m)
 	put_results(t, "rdma_cdi_dra_unprepare_total", NULL, m->unprepare, "ok", "failed");
 	put_family(t, "rdma_cdi_dra_slice_publish_total", "counter",
 		   "ResourceSlice creates, updates and deletes answered, by result.");
-	put_results(t, "rdma_cdi_dra_slice_publish_total", NULL, m->slice_publish, "ok",
-		    "failed");
+	put_results(t, "rdma_cdi_dra_slice_publish_total", NULL, m->slice_publish, "ok", "failed");
 }
 
 static void render_core(struct text *t, const struct metrics *m)
@@ -586,7 +584,8 @@ static void render_core(struct text *t, const struct metrics *m)
 	put(t, "rdma_cdi_config_rejected %d\n", m->config_rejected);
 	put_family(t, "rdma_cdi_netns_mode", "gauge",
 		   "The kernel's RDMA netns mode (unknown: no RDMA netlink); always 1.");
-	put_pair_label(t, "rdma_cdi_netns_mode{", "mode", m->netns_mode ? m->netns_mode : "unknown");
+	put_pair_label(t, "rdma_cdi_netns_mode{", "mode",
+		       m->netns_mode ? m->netns_mode : "unknown");
 	put(t, "} 1\n");
 }
 

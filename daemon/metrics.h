@@ -116,8 +116,7 @@ void metrics_kubelet_registered(struct metrics *m, const char *resource, int sta
  * that did neither are dropped at _end() (its pool is gone).
  */
 void metrics_devices_begin(struct metrics *m);
-void metrics_devices_set(struct metrics *m, const char *resource, size_t healthy,
-			 size_t unhealthy);
+void metrics_devices_set(struct metrics *m, const char *resource, size_t healthy, size_t unhealthy);
 void metrics_devices_keep(struct metrics *m, const char *resource);
 void metrics_devices_end(struct metrics *m);
 

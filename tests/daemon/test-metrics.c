@@ -137,7 +137,7 @@ static void test_render(void)
 	EQ_STR(metrics_address(m), "", "no address without a server");
 	metrics_registration(m, "rdma.example/ib", true);
 	metrics_registration(m, "rdma.example/ib", false);
-	metrics_call(m, "rdma.example/ib", METRICS_ALLOCATE, true, 7);	   /* 7 us */
+	metrics_call(m, "rdma.example/ib", METRICS_ALLOCATE, true, 7);	     /* 7 us */
 	metrics_call(m, "rdma.example/ib", METRICS_ALLOCATE, false, 300000); /* 0.3 s */
 	metrics_call(m, "rdma.example/ib", METRICS_PREFERRED, true, 5);
 	metrics_devices_begin(m);
@@ -293,7 +293,7 @@ static void test_health(void)
 	ok(t && !strstr(t, "reason=\"\"}") && !strstr(t, "mlx5_1"),
 	   "the old series and the device no longer offered are gone");
 	ok(value_of(t, "rdma_cdi_device_health_last_change_timestamp_seconds{device=\"mlx5_0\","
-			"pci=\"0000:1a:00.0\",pool=\"rdma.example/ib\"}") > since,
+		       "pci=\"0000:1a:00.0\",pool=\"rdma.example/ib\"}") > since,
 	   "the change is stamped");
 	EQ_INT(value_of(t, "rdma_cdi_kubelet_registered{resource=\"rdma.example\"}"), 1,
 	       "registered");
@@ -334,7 +334,7 @@ static void *hammer(void *arg)
 
 	for (int i = 0; i < CALLS; i++)
 		metrics_call(m, i % 2 ? "a.example/x" : "b.example/y", METRICS_ALLOCATE, true,
-				(uint64_t)i);
+			     (uint64_t)i);
 	return NULL;
 }
 
