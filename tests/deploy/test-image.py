@@ -469,7 +469,7 @@ def check_liveness(w, name, c):
         finally:
             os.kill(pid, signal.SIGCONT)
         res.ok(not good and dt < c[probe]["timeoutSeconds"] + 1,
-               "%s fails (%.1f s, within timeoutSeconds) while the daemon is stopped"
+               "%s fails (%.1f s: by its timeoutSeconds) while the daemon is stopped"
                % (probe, dt), said)
         good, said, _ = probe_once(w, name, pid, c, probe)
         res.ok(good, "%s passes again after SIGCONT" % probe, said)
