@@ -959,7 +959,7 @@ def sc_admin_share(c):
 def sc_valgrind(c):
     """The driver under valgrind through a short busy life: registration, slices, a batch of
     good and bad claims, Unprepare, a wiped slice, hotplug, a port going DOWN, a config edit,
-    SIGHUP, SIGTERM. Exit 0 means no error and no leak."""
+    scrapes and liveness probes, SIGHUP, SIGTERM. Exit 0 means no error and no leak."""
     tap = c.tap
     # "possibly lost" is left out, as for the bridge: abseil's random pool (gRPC's backoff)
     # is a process-lifetime static seen only through interior pointers.
@@ -967,7 +967,8 @@ def sc_valgrind(c):
     vg = ["valgrind", "--trace-children=yes", "--leak-check=full",
           "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99", "--track-fds=no",
           "--quiet"]
-    d = Driver(c, ["--rescan-interval", "1"])
+    port = free_port()
+    d = Driver(c, ["--rescan-interval", "1", "--metrics-address", "127.0.0.1:%d" % port])
     c.drivers.append(d)
     d.start(prefix=vg)
     reg = c.registered(timeout=90)
@@ -998,6 +999,15 @@ def sc_valgrind(c):
         f.write(POOLS_IB)
     tap.ok(c.wait_devices(lambda ds: len(ds) == 8, 30) is not None,
            "config edit under valgrind")
+    status, _, body = http_get(port, "/metrics", timeout=30)
+    samples, errors = parse_exposition(body)
+    tap.ok(status == 200 and not errors and len(series(samples, "rdma_cdi_device_healthy")) == 8,
+           "metrics scraped under valgrind: the 8 devices of the new config", errors[:5])
+    # valgrind runs one thread at a time: the loop may miss a 2 s bound once under load.
+    answers = []
+    while len(answers) < 5 and 200 not in answers:
+        answers.append(http_get(port, "/healthz", timeout=30)[0])
+    tap.ok(200 in answers, "/healthz 200 under valgrind (%s)" % answers)
     d.proc.send_signal(signal.SIGHUP)
     time.sleep(1)
     d.proc.send_signal(signal.SIGTERM)
