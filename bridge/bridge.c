@@ -51,7 +51,6 @@ struct bridge {
 	/* The names of the spec we last wrote or found up to date (NULL: none yet): the names
 	 * the spec on disk defines, so the only ones we hand out. */
 	struct spec_names *spec_on_disk;
-	struct dp_metrics *metrics; /* NULL without --metrics-address */
 };
 
 /* ---- names ------------------------------------------------------------------------------ */
@@ -91,7 +90,7 @@ static void publish_all(struct bridge *b, const struct disc_node *node,
 		log_error("out of memory publishing the device lists");
 		return;
 	}
-	dp_metrics_devices_begin(b->metrics);
+	metrics_devices_begin(b->dm.metrics);
 	for (size_t i = 0; i < b->n_pools; i++) {
 		struct pool *p = &b->pools[i];
 		struct dp_table *t = NULL;
@@ -99,7 +98,7 @@ static void publish_all(struct bridge *b, const struct disc_node *node,
 		int r;
 
 		/* Until a new list goes out, the gauges show the one the kubelet has. */
-		dp_metrics_devices_keep(b->metrics, p->resource);
+		metrics_devices_keep(b->dm.metrics, p->resource);
 
 		for (size_t d = 0; d < node->n_devices; d++)
 			include[d] = a->pool_of[d] == (long)i;
@@ -139,12 +138,12 @@ static void publish_all(struct bridge *b, const struct disc_node *node,
 		/* Set before the kubelet can see the list: a scrape never lags behind it. */
 		for (size_t h = 0; h < t->n_hcas; h++)
 			healthy += t->hcas[h].healthy;
-		dp_metrics_devices_set(b->metrics, p->resource, healthy, t->n_hcas - healthy);
+		metrics_devices_set(b->dm.metrics, p->resource, healthy, t->n_hcas - healthy);
 		r = dp_plugin_publish(p->plugin, t, force);
 		if (r < 0)
 			log_error_errno(r, "%s: publishing the device list failed", p->resource);
 	}
-	dp_metrics_devices_end(b->metrics);
+	metrics_devices_end(b->dm.metrics);
 }
 
 /* What the daemon offers: the devices of the current scan whose names the spec on disk
@@ -199,30 +198,12 @@ static int apply(struct bridge *b, const struct disc_node *node, bool force)
 		cJSON_Delete(TAKE_PTR(spec)); /* the tree is megabytes: gone before the trim */
 		publish_all(b, node, names_on_disk(b), a, force);
 	} else {
-		dp_metrics_spec_write_failed(b->metrics);
 		if (force || !b->spec_on_disk) /* else published above */
 			publish_all(b, node, names_on_disk(b), a, force);
 	}
 	/* A rescan of a big node frees a few MiB; give them back instead of keeping them. */
 	malloc_trim(0);
 	return 0;
-}
-
-/* Every scan, failed ones too: the rescan metrics. */
-static void on_scanned(void *userdata, int error, enum disc_follow_reason reason)
-{
-	static const char *const reason_name[] = {
-	    [DISC_FOLLOW_START] = "start",
-	    [DISC_FOLLOW_HOTPLUG] = "hotplug",
-	    [DISC_FOLLOW_PERIODIC] = "periodic",
-	    [DISC_FOLLOW_REQUEST] = "request",
-	};
-	struct bridge *b = userdata;
-
-	/* b->dm.follow is NULL while disc_follow_new() reports a scan it could not start. */
-	dp_metrics_rescan(b->metrics, reason_name[reason], error >= 0,
-			  b->dm.follow ? disc_follow_last_scan_usec(b->dm.follow) : 0);
-	dp_metrics_netns_mode(b->metrics, disc_netns_mode_name(b->dm.netns_mode));
 }
 
 static int on_apply(void *userdata, const struct disc_node *node, bool changed, bool force)
@@ -378,7 +359,7 @@ static int plugin_for(struct bridge *b, struct pool *p)
 				 .resource = p->resource,
 				 .failed = on_plugin_failed,
 				 .userdata = b,
-				 .metrics = b->metrics,
+				 .metrics = b->dm.metrics,
 			     },
 			     &p->plugin);
 }
@@ -459,16 +440,8 @@ static int on_reconfigure(void *userdata, const struct cfg *c, bool spec_moved,
 	}
 	added = serve_new_pools(b);
 	log_info("pools: %zu added, %zu kept, %zu removed", added, kept, removed);
-	dp_metrics_config_reload(b->metrics, true);
 	log_pools(b);
 	return 0;
-}
-
-static void on_refused(void *userdata)
-{
-	struct bridge *b = userdata;
-
-	dp_metrics_config_reload(b->metrics, false);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------ */
@@ -507,22 +480,6 @@ static int check_options(const struct bridge_options *o)
 	return 0;
 }
 
-static int start_metrics(struct bridge *b)
-{
-	_cleanup_rc_error_ struct rc_error *e = NULL;
-	int r;
-
-	if (!b->o->metrics_address)
-		return 0;
-	r = dp_metrics_new(b->o->metrics_address, RDMA_CDI_VERSION, &b->metrics, &e);
-	if (r < 0) {
-		log_error("--metrics-address: %s", rc_error_msg(e, r));
-		return r;
-	}
-	log_info("serving metrics on http://%s%s", dp_metrics_address(b->metrics), DP_METRICS_PATH);
-	return 0;
-}
-
 /* The pools of the config at start, each with its plugin (not serving yet). */
 static int load_pools(struct bridge *b)
 {
@@ -553,9 +510,8 @@ static int attach(void *userdata)
 	r = gc_runtime_new(b->dm.mb, &b->rt);
 	if (r < 0)
 		return log_error_errno(r, "starting gRPC failed");
-	r = start_metrics(b);
-	if (r >= 0)
-		r = load_pools(b);
+	b->dm.default_pool_name = b->o->resource;
+	r = load_pools(b);
 	if (r < 0)
 		return r;
 	/* Watch before looking at kubelet.sock, so its creation cannot slip between. */
@@ -610,20 +566,18 @@ static bool close_bridge(void *userdata)
 	sd_event_source_disable_unref(b->dir_poll);
 	spec_names_free(b->spec_on_disk);
 	free(b->plugin_dir);
-	dp_metrics_free(b->metrics); /* last: every caller of it is gone */
 	return true;
 }
 
 int bridge_run(const struct daemon_options *d, const struct bridge_options *o)
 {
 	static const struct daemon_ops ops = {
+	    .name = "bridge",
 	    .spec_dir = SPEC_DYNAMIC_DIR,
 	    .attach = attach,
 	    .serve = serve,
 	    .apply = on_apply,
-	    .scanned = on_scanned,
 	    .reconfigure = on_reconfigure,
-	    .refused = on_refused,
 	    .stop = stop,
 	    .close = close_bridge,
 	};

@@ -39,8 +39,6 @@ struct bridge_options {
 	const char *resource;
 	unsigned shared;
 	unsigned strategies; /* 0 = CDI_CRI | CDI_ANNOTATIONS */
-	/* Serve Prometheus metrics on "IPv4:PORT" or "[IPv6]:PORT"; NULL = off. */
-	const char *metrics_address;
 };
 
 /* Parses "cdi-cri,cdi-annotations,device-specs" into a mask; -EINVAL naming nothing. */

@@ -54,7 +54,7 @@ struct dp_plugin {
 	char *plugin_dir, *socket_name, *socket_path, *kubelet_path, *resource;
 	void (*failed)(void *userdata, struct dp_plugin *p, int error);
 	void *userdata;
-	struct dp_metrics *metrics;
+	struct metrics *metrics;
 	struct gc_server *srv;
 	bool started;	   /* dp_plugin_start() ran: from then on it is kept served */
 	bool stopping_old; /* an old instance is shutting down; serve again when it is gone */
@@ -333,7 +333,7 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 		snprintf(err, errlen, "method not implemented by rdma-cdi");
 		return GRPC_STATUS_UNIMPLEMENTED;
 	}
-	t0 = dp_metrics_now_usec();
+	t0 = metrics_now_usec();
 	sn = snap_get(p);
 	if (sn) {
 		_cleanup_rc_error_ struct rc_error *e = NULL;
@@ -348,9 +348,9 @@ static grpc_status_code on_unary(void *userdata, unsigned method, grpc_byte_buff
 		snprintf(err, errlen, "no device table yet");
 		code = GRPC_STATUS_UNAVAILABLE;
 	}
-	dp_metrics_call(p->metrics, p->resource,
-			method == M_ALLOCATE ? DP_METRICS_ALLOCATE : DP_METRICS_PREFERRED,
-			code == GRPC_STATUS_OK, dp_metrics_now_usec() - t0);
+	metrics_call(p->metrics, p->resource,
+		     method == M_ALLOCATE ? METRICS_ALLOCATE : METRICS_PREFERRED,
+		     code == GRPC_STATUS_OK, metrics_now_usec() - t0);
 	/* A big request leaves MiB of freed heap behind that glibc keeps: give them back. */
 	if (len > DP_TRIM_OVER)
 		malloc_trim(0);
@@ -410,6 +410,14 @@ int dp_plugin_publish(struct dp_plugin *p, struct dp_table *t, bool force)
 
 static void try_register(struct dp_plugin *p, bool restart);
 
+/* Whether the kubelet has us, and rdma_cdi_kubelet_registered with it: 0 from the moment
+ * the registration is known lost (our socket or kubelet.sock went, a new kubelet). */
+static void set_registered(struct dp_plugin *p, bool registered)
+{
+	p->registered = registered;
+	metrics_kubelet_registered(p->metrics, p->resource, registered);
+}
+
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	try_register(userdata, true);
@@ -441,10 +449,10 @@ static void on_registered(void *userdata, grpc_status_code status, const char *d
 		try_register(p, true);
 		return;
 	}
-	dp_metrics_registration(p->metrics, p->resource, status == GRPC_STATUS_OK);
+	metrics_registration(p->metrics, p->resource, status == GRPC_STATUS_OK);
 	if (status == GRPC_STATUS_OK) {
 		log_info("registered %s with the kubelet (%s)", p->resource, p->kubelet_path);
-		p->registered = true;
+		set_registered(p, true);
 		p->retry_ms = RETRY_MIN_MS;
 		return;
 	}
@@ -455,7 +463,7 @@ static void on_registered(void *userdata, grpc_status_code status, const char *d
 			    p->kubelet_path, (int)status,
 			    text_quote(buf, sizeof(buf), details, details ? strlen(details) : 0));
 	}
-	p->registered = false;
+	set_registered(p, false);
 	schedule_retry(p);
 }
 
@@ -503,7 +511,7 @@ static void try_register(struct dp_plugin *p, bool restart)
 				 : r == -ENOTSOCK ? "is not a socket"
 						  : strerror(-r));
 		p->waiting_logged = true;
-		p->registered = false;
+		set_registered(p, false);
 		return;
 	}
 	p->waiting_logged = false;
@@ -518,7 +526,7 @@ static void try_register(struct dp_plugin *p, bool restart)
 		p->reg = NULL;
 	}
 	p->want_register = false;
-	p->registered = false;
+	set_registered(p, false);
 	sd_event_source_disable_unref(p->retry);
 	p->retry = NULL;
 	r = start_register(p);
@@ -605,7 +613,7 @@ void dp_plugin_reconcile(struct dp_plugin *p, bool kubelet_event)
 	}
 	if (!gc_server_socket_is_current(p->srv)) {
 		log_info("%s was removed (kubelet restart?): serving again", p->socket_path);
-		p->registered = false;
+		set_registered(p, false);
 		if (p->reg) {
 			gc_client_abandon(p->reg);
 			p->reg = NULL;
@@ -685,6 +693,8 @@ void dp_plugin_free(struct dp_plugin *p)
 		return;
 	p->freeing = true;
 	p->failed = NULL;
+	if (p->resource) /* its pool is gone */
+		metrics_kubelet_registered(p->metrics, p->resource, -1);
 	gc_client_abandon(p->reg);
 	p->reg = NULL;
 	sd_event_source_disable_unref(p->retry);

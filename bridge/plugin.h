@@ -28,7 +28,7 @@ struct dp_plugin_config {
 	 * removed it: the daemon decides whether to exit. */
 	void (*failed)(void *userdata, struct dp_plugin *p, int error);
 	void *userdata;
-	struct dp_metrics *metrics; /* NULL = none; must outlive the plugin */
+	struct metrics *metrics; /* NULL = none; must outlive the plugin */
 };
 
 /* Strings are copied. Nothing is served before dp_plugin_start(). */

@@ -100,6 +100,7 @@ enum {
 	CLI_OPT_CONFIG,
 	/* daemons */
 	CLI_OPT_RESCAN_INTERVAL,
+	CLI_OPT_METRICS_ADDRESS,
 	CLI_OPT_COMMAND = 0x200,
 };
 
@@ -159,6 +160,15 @@ struct cli_option {
 		    "than 0.1 % of a core, its period is stretched to stay under that"             \
 	}
 
+/* The daemons' metrics endpoint and liveness probe (struct daemon_options.metrics_address). */
+#define CLI_OPTION_METRICS_ADDRESS                                                                 \
+	{                                                                                          \
+		"metrics-address", required_argument, CLI_OPT_METRICS_ADDRESS, "ADDR:PORT",        \
+		    "serve Prometheus metrics at http://ADDR:PORT/metrics and the liveness probe " \
+		    "at /healthz, answered by the daemon's loop (IPv4:PORT or [IPv6]:PORT; "       \
+		    "default off)"                                                                 \
+	}
+
 #define CLI_MAX_SPEC_DIRS 8
 
 /* Everything the shared options set. Commands embed it; a new shared option goes here. */
@@ -172,6 +182,7 @@ struct cli_common {
 	const char *config_path; /* --config, NULL = CFG_DEFAULT_PATH if it exists */
 	unsigned rescan_sec;	 /* --rescan-interval, when rescan_given */
 	bool rescan_given;
+	const char *metrics_address; /* --metrics-address, validated */
 
 	/* Filled by cli_resolve_node(): what discovery reads. */
 	struct disc_options disc;
@@ -182,7 +193,7 @@ void cli_common_done(struct cli_common *c);
 
 /*
  * The daemon options the shared options make (after cli_resolve_node()): the node, the
- * spec, one --spec-dir, --config, --rescan-interval (else the default). 0, or
+ * spec, one --spec-dir, --config, --rescan-interval (else the default), --metrics-address. 0, or
  * EXIT_USAGE after printing why, as cmd.
  */
 int cli_daemon_options(const struct cli_common *c, const char *cmd, struct daemon_options *ret);
@@ -213,6 +224,11 @@ void cli_print_help(const struct cli_parser *p, FILE *f);
 
 /* Usage error: prints "CMD: MESSAGE" and the hint to CMD's --help; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) _printf_(2, 3);
+
+/* "0.4.0 (commit 0123456789ab)", or the version alone when the build knows no commit:
+ * what --version prints and the daemons' start line says. cli_commit(): the commit, "". */
+const char *cli_version(void);
+const char *cli_commit(void);
 
 /*
  * Resolves --host-root/--sysfs-root/--dev-root into c->disc (where discovery reads) and

@@ -6,7 +6,6 @@
 #include "bridge.h"
 #include "cli.h"
 #include "daemon.h"
-#include "metrics.h"
 #include "common.h"
 #include "build-config.h"
 
@@ -15,7 +14,6 @@ enum {
 	OPT_RESOURCE,
 	OPT_STRATEGY,
 	OPT_SHARED,
-	OPT_METRICS_ADDRESS,
 };
 
 struct bridge_args {
@@ -41,9 +39,7 @@ static const struct cli_option bridge_cli_options[] = {
     {"shared", required_argument, OPT_SHARED, "N",
      "advertise each HCA of the default pool N times (1 to 1000)"},
     CLI_OPTION_RESCAN_INTERVAL,
-    {"metrics-address", required_argument, OPT_METRICS_ADDRESS, "ADDR:PORT",
-     "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4:PORT or [IPv6]:PORT; "
-     "default off)"},
+    CLI_OPTION_METRICS_ADDRESS,
     CLI_OPTIONS_GLOBAL,
     {},
 };
@@ -86,17 +82,6 @@ static int bridge_option(void *ctx, int opt, const char *arg)
 					       arg);
 		b->shared = (unsigned)n;
 		break;
-	case OPT_METRICS_ADDRESS: {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		_cleanup_rc_error_ struct rc_error *err = NULL;
-		int r = dp_metrics_parse_address(arg, &ss, &len, &err);
-
-		if (r < 0)
-			return cli_usage_error("bridge", "--metrics-address %s", rc_error_msg(err, r));
-		b->metrics_address = arg;
-		break;
-	}
 	}
 	return 0;
 }
@@ -129,13 +114,13 @@ static void log_start(const struct bridge_args *a)
 	snprintf(shared, sizeof(shared), "%u", b->shared ? b->shared : 1);
 	log_struct(
 	    LOG_LVL_INFO,
-	    LOG_FIELDS("version", RDMA_CDI_VERSION, "node", uname(&u) == 0 ? u.nodename : NULL,
+	    LOG_FIELDS("version", RDMA_CDI_VERSION, "commit", cli_commit(), "node", uname(&u) == 0 ? u.nodename : NULL,
 		       "resource", b->resource ? b->resource : BRIDGE_DEFAULT_RESOURCE, "kind",
 		       d->spec.kind, "shared", shared, "sysfs", a->common.disc.sysfs_root, "dev",
 		       a->common.disc.dev_root, "host_dev", a->common.spec.dev_root, "spec_dir",
 		       d->spec_dir, "config", d->config_path ? d->config_path : CFG_DEFAULT_PATH,
 		       "plugin_dir", b->plugin_dir ? b->plugin_dir : BRIDGE_DEFAULT_PLUGIN_DIR),
-	    "rdma-cdi %s bridge starting", RDMA_CDI_VERSION);
+	    "rdma-cdi %s bridge starting", cli_version());
 }
 
 int cmd_bridge(int argc, char **argv)

@@ -106,6 +106,20 @@ static int rescan_option(const char *cmd, struct cli_common *c, const char *arg)
 	return 1;
 }
 
+/* --metrics-address: 1, or EXIT_USAGE naming the cause. */
+static int metrics_address_option(const char *cmd, struct cli_common *c, const char *arg)
+{
+	_cleanup_rc_error_ struct rc_error *err = NULL;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int r = parse_listen_address(arg, &ss, &len, &err);
+
+	if (r < 0)
+		return cli_usage_error(cmd, "--metrics-address %s", rc_error_msg(err, r));
+	c->metrics_address = arg;
+	return 1;
+}
+
 /* 1 handled, 0 not shared, EXIT_USAGE. */
 static int shared_option(const struct cli_parser *p, struct cli_common *c, int opt, const char *arg)
 {
@@ -176,6 +190,8 @@ static int shared_option(const struct cli_parser *p, struct cli_common *c, int o
 		return 1;
 	case CLI_OPT_RESCAN_INTERVAL:
 		return rescan_option(cmd, c, arg);
+	case CLI_OPT_METRICS_ADDRESS:
+		return metrics_address_option(cmd, c, arg);
 	}
 	return 0;
 }
@@ -285,6 +301,7 @@ int cli_daemon_options(const struct cli_common *c, const char *cmd, struct daemo
 	o.config_path = c->config_path;
 	if (c->rescan_given)
 		o.rescan_sec = c->rescan_sec;
+	o.metrics_address = c->metrics_address;
 	*ret = o;
 	return 0;
 }

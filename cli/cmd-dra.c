@@ -37,6 +37,7 @@ static const struct cli_option dra_cli_options[] = {
     {"kubeconfig", required_argument, OPT_KUBECONFIG, "FILE",
      "API server credentials (default: the in-cluster service account)"},
     CLI_OPTION_RESCAN_INTERVAL,
+    CLI_OPTION_METRICS_ADDRESS,
     CLI_OPTIONS_NODE,
     {"spec-dir", required_argument, CLI_OPT_SPEC_DIR, "DIR",
      "CDI spec directory for the shared spec and the per-claim specs (default: the config's "
@@ -109,7 +110,7 @@ static void log_start(const struct dra_args *a)
 	const struct daemon_options *d = &a->daemon;
 
 	log_struct(LOG_LVL_INFO,
-		   LOG_FIELDS("version", RDMA_CDI_VERSION, "driver",
+		   LOG_FIELDS("version", RDMA_CDI_VERSION, "commit", cli_commit(), "driver",
 			      o->driver_name ? o->driver_name : DRA_DEFAULT_DRIVER, "node",
 			      o->node_name, "kind", d->spec.kind, "sysfs",
 			      a->common.disc.sysfs_root, "dev", a->common.disc.dev_root, "host_dev",
@@ -118,7 +119,7 @@ static void log_start(const struct dra_args *a)
 			      o->plugin_dir, "registry_dir",
 			      o->registry_dir ? o->registry_dir : DRA_DEFAULT_REGISTRY_DIR,
 			      "kubeconfig", o->kubeconfig ? o->kubeconfig : "in-cluster"),
-		   "rdma-cdi %s dra starting", RDMA_CDI_VERSION);
+		   "rdma-cdi %s dra starting", cli_version());
 }
 
 int cmd_dra(int argc, char **argv)

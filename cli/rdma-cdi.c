@@ -117,11 +117,19 @@ static int cmd_version(int argc, char **argv)
 		return 0;
 	}
 	/* The version first and alone in its field: scripts and build.sh read the second. */
-	if (RDMA_CDI_COMMIT[0])
-		printf("rdma-cdi %s (commit %s)\n", RDMA_CDI_VERSION, RDMA_CDI_COMMIT);
-	else
-		printf("rdma-cdi %s\n", RDMA_CDI_VERSION);
+	printf("rdma-cdi %s\n", cli_version());
 	return 0;
+}
+
+const char *cli_version(void)
+{
+	return RDMA_CDI_COMMIT[0] ? RDMA_CDI_VERSION " (commit " RDMA_CDI_COMMIT ")"
+				  : RDMA_CDI_VERSION;
+}
+
+const char *cli_commit(void)
+{
+	return RDMA_CDI_COMMIT;
 }
 
 static int cmd_help(int argc, char **argv)

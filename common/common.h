@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -261,6 +262,16 @@ int mkdir_all(const char *path, mode_t mode);
 int parse_int64(const char *s, long long *ret);
 /* "major:minor" as in sysfs dev files. */
 int parse_dev_numbers(const char *s, unsigned *ret_major, unsigned *ret_minor);
+
+/*
+ * Parses a listen address: "IPv4:PORT" or "[IPv6]:PORT", numeric only (no host names:
+ * a daemon's bind address must not depend on DNS), port 1 to 65535 (listen-address.c).
+ * Returns 0 or -EINVAL with a one-line reason in *err. Does not log.
+ */
+int parse_listen_address(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len,
+			 struct rc_error **err);
+/* ss as parse_listen_address() takes it ("127.0.0.1:9400", "[::1]:9400") into buf. */
+void format_sockaddr(const struct sockaddr_storage *ss, char *buf, size_t size);
 
 /* qsort()/bsearch() comparator for an array of char * (strcmp of the pointed-to strings). */
 int cmp_strp(const void *a, const void *b);

@@ -50,6 +50,7 @@ static void reload(struct cfg_watch *w)
 {
 	_cleanup_(cfg_freep) struct cfg *c = NULL, *mine = NULL;
 	_cleanup_rc_error_ struct rc_error *err = NULL;
+	bool recovered;
 	int r;
 
 	r = load_two(w->path, &c, &mine, &err);
@@ -59,8 +60,11 @@ static void reload(struct cfg_watch *w)
 		w->failing = true;
 		return;
 	}
+	recovered = w->failing;
 	w->failing = false;
-	if (w->current && cfg_equal(c, w->current)) {
+	/* Back to the config in force after a refused file: reported all the same, the
+	 * caller learns the file on disk is fine again (rdma_cdi_config_rejected). */
+	if (!recovered && w->current && cfg_equal(c, w->current)) {
 		log_debug("%s changed on disk, its content did not", w->path);
 		return;
 	}

@@ -4,7 +4,7 @@
  * (inotify through common/loop.h), so every way a file gets replaced is seen: an edit in
  * place, an editor's rename over it, and a Kubernetes ConfigMap volume's atomic swap of
  * its `..data` symlink. Events are coalesced for 100 ms, then the file is loaded; an
- * unchanged config (cfg_equal) is not reported.
+ * unchanged config (cfg_equal) is not reported, unless the file was refused in between.
  */
 #pragma once
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The one daemon runtime (daemon.h): loop, signals, the Sysfs Watcher's scans, the config
- * in force and its reload, the spec keeper, the lifecycle.
+ * in force and its reload, the spec keeper, the metrics of all that, the lifecycle.
  */
 #include <signal.h>
 #include <string.h>
@@ -126,10 +126,36 @@ bool daemon_write_spec(struct daemon *dm, const cJSON *spec, size_t n_usable)
 	case SPEC_KEEPER_UNCHANGED:
 		break;
 	}
+	if (r < 0)
+		metrics_spec_write_failed(dm->metrics);
 	return r >= 0;
 }
 
 /* ---- scans ------------------------------------------------------------------------------- */
+
+/* The health series: every usable device a pool of the config in force takes. */
+static void record_health(struct daemon *dm, const struct disc_node *node,
+			  const struct cfg_assignment *a)
+{
+	if (!dm->metrics)
+		return;
+	metrics_health_begin(dm->metrics);
+	for (size_t i = 0; i < node->n_devices && i < a->n_devices; i++) {
+		const struct disc_device *d = &node->devices[i];
+		long p = a->pool_of[i];
+		char reason[128];
+
+		if (p < 0 || (size_t)p >= dm->cfg->n_pools || !disc_device_usable(d))
+			continue;
+		(void)disc_device_health_reason(d, reason, sizeof(reason));
+		metrics_health_set(dm->metrics, d->name, d->pci,
+				   !dm->cfg->pools_set && dm->default_pool_name
+				       ? dm->default_pool_name
+				       : dm->cfg->pools[p].resource_name,
+				   disc_device_healthy(d), reason);
+	}
+	metrics_health_end(dm->metrics);
+}
 
 int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *kept,
 		  struct cfg_assignment **ret)
@@ -150,6 +176,7 @@ int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *k
 			log_debug("%s", a->warnings[i]);
 	}
 	dm->pools_loud = false;
+	record_health(dm, node, a);
 	*ret = TAKE_PTR(a);
 	return 0;
 }
@@ -185,6 +212,7 @@ static void read_netns_mode(struct daemon *dm, bool start)
 
 	if (r < 0)
 		mode = DISC_NETNS_UNKNOWN;
+	metrics_netns_mode(dm->metrics, disc_netns_mode_name(mode));
 	if (!start && mode == dm->netns_mode)
 		return;
 	dm->netns_mode = mode;
@@ -197,6 +225,13 @@ static void read_netns_mode(struct daemon *dm, bool start)
 		log_info("RDMA netns mode: %s", disc_netns_mode_name(mode));
 }
 
+static const char *const reason_name[] = {
+    [DISC_FOLLOW_START] = "start",
+    [DISC_FOLLOW_HOTPLUG] = "hotplug",
+    [DISC_FOLLOW_PERIODIC] = "periodic",
+    [DISC_FOLLOW_REQUEST] = "request",
+};
+
 static void on_scan(void *userdata, const struct disc_node *node, const struct disc_node *prev,
 		    int error, enum disc_follow_reason reason)
 {
@@ -205,8 +240,9 @@ static void on_scan(void *userdata, const struct disc_node *node, const struct d
 	bool changed;
 
 	read_netns_mode(dm, false);
-	if (dm->ops->scanned)
-		dm->ops->scanned(dm->userdata, error, reason);
+	/* dm->follow is NULL while disc_follow_new() reports a scan it could not start. */
+	metrics_rescan(dm->metrics, reason_name[reason], error >= 0,
+		       dm->follow ? disc_follow_last_scan_usec(dm->follow) : 0);
 	dm->pools_loud |= loud;
 	if (error < 0 && !dm->applied) {
 		daemon_stop(dm, error); /* the first scan must work */
@@ -253,8 +289,7 @@ static int follow(struct daemon *dm)
 static void config_refused(struct daemon *dm, const char *why)
 {
 	log_error("config %s rejected, the previous config stays in force: %s", dm->cfg_path, why);
-	if (dm->ops->refused)
-		dm->ops->refused(dm->userdata);
+	metrics_config_reload(dm->metrics, false);
 }
 
 /* A new config that fits the node and the daemon: 0, or -errno with *err. */
@@ -307,6 +342,7 @@ static void on_config(void *userdata, struct cfg *c, const char *err)
 	if (new_keeper(dm) < 0)
 		log_error("out of memory renewing the spec keeper");
 	log_info("config %s applied: %zu pool(s)", dm->cfg_path, dm->cfg->n_pools);
+	metrics_config_reload(dm->metrics, true);
 	dm->pools_loud = true;
 	if (node)
 		(void)dm->ops->apply(dm->userdata, node, true, true);
@@ -420,6 +456,23 @@ static int open_loop(struct daemon *dm)
 	return 0;
 }
 
+/* Serves the metrics and /healthz from the start on: the probe answers during the first
+ * scan (a worker thread's), and a loop stuck at the start (its first spec write) fails it. */
+static int start_metrics(struct daemon *dm)
+{
+	_cleanup_rc_error_ struct rc_error *e = NULL;
+	int r;
+
+	if (!dm->o.metrics_address)
+		return 0;
+	r = metrics_new(dm->o.metrics_address, dm->ops->name, dm->mb, &dm->metrics, &e);
+	if (r < 0)
+		return log_error_errno(r, "--metrics-address: %s", rc_error_msg(e, r));
+	log_info("serving metrics on http://%s%s, the liveness probe on %s",
+		 metrics_address(dm->metrics), METRICS_PATH, METRICS_HEALTHZ_PATH);
+	return 0;
+}
+
 /* The explicit start, in the one order every daemon needs: the loop, the config in force
  * (the daemon's part is built from it), then the Sysfs Watcher, whose first scan follows
  * on the loop. */
@@ -428,6 +481,8 @@ static int daemon_start(struct daemon *dm)
 	int r;
 
 	r = open_loop(dm);
+	if (r >= 0)
+		r = start_metrics(dm);
 	if (r >= 0)
 		r = load_config(dm);
 	if (r >= 0)
@@ -461,8 +516,12 @@ static void teardown(struct daemon *dm)
 	dm->cfg_watch = NULL;
 	if (dm->ops->close && !dm->ops->close(dm->userdata))
 		return; /* a thread of the daemon's may still post: leave the rest to exit */
+	/* The HTTP threads post pings: stopped before the mailbox goes, whose last run
+	 * answers the pings still queued, before the registry goes. */
+	metrics_stop(dm->metrics);
 	fswatch_free(dm->fw);
 	mailbox_free(dm->mb);
+	metrics_free(dm->metrics);
 	spec_keeper_free(dm->keeper);
 	sd_event_source_disable_unref(dm->stop_tick);
 	sd_event_unref(dm->loop);

@@ -11,6 +11,9 @@
  *     invalid one refused in one line with the previous one staying; what it and the
  *     flags make of the spec settings (flags first, then the file, then the defaults);
  *   - the spec keeper (specs/keeper.h), renewed with each config, and its log lines;
+ *   - the metrics endpoint (metrics.h, --metrics-address): the registry, the series of
+ *     what the core does (rescans, spec write failures, config reloads, the netns mode,
+ *     each offered device's health) and the liveness probe /healthz its loop answers;
  *   - the lifecycle: start (open, load the config, attach the daemon's part, follow), the
  *     first scan, serve, READY=1 to systemd, the loop, stopping, the teardown.
  * What differs stays in the daemon, called through struct daemon_ops. It needs no gRPC: a
@@ -30,6 +33,7 @@
 #include "config.h"
 #include "discovery.h"
 #include "follow.h"
+#include "metrics.h"
 #include "rc-error.h"
 #include "specs.h"
 
@@ -58,6 +62,8 @@ struct daemon_options {
 	 * hotplug events and SIGHUP. The Sysfs Watcher stretches it while a rescan costs
 	 * more than 0.1 % of a core. */
 	unsigned rescan_sec;
+	/* Serve the metrics and /healthz on "IPv4:PORT" or "[IPv6]:PORT"; NULL: none. */
+	const char *metrics_address;
 };
 
 /* The defaults: what a daemon does when no flag is given. */
@@ -68,6 +74,7 @@ struct daemon_options {
  * A callback that fails logs why.
  */
 struct daemon_ops {
+	const char *name; /* "bridge", "dra": the metrics' daemon label and series */
 	const char *spec_dir; /* the spec dir when neither the flags nor the config name one */
 	/* At start, once the loop is open and the config loaded, before the first scan:
 	 * build what hangs off them (servers not serving yet, clients). < 0 stops. */
@@ -81,8 +88,6 @@ struct daemon_ops {
 	 * config). < 0: nothing was applied (logged); the start waits for a scan that is.
 	 */
 	int (*apply)(void *userdata, const struct disc_node *node, bool changed, bool force);
-	/* Every scan as it comes, failed ones too (error < 0), before apply. */
-	void (*scanned)(void *userdata, int error, enum disc_follow_reason reason);
 	/*
 	 * A changed, valid config that fits the node, before it is in force: < 0 refuses it
 	 * (*err says why; the daemon changed nothing). Else the daemon moves to c at once:
@@ -91,8 +96,6 @@ struct daemon_ops {
 	 */
 	int (*reconfigure)(void *userdata, const struct cfg *c, bool spec_moved,
 			   struct rc_error **err);
-	/* A changed config was refused (the core logged why); the previous one stays. */
-	void (*refused)(void *userdata);
 	/* Stopping: stop serving. Called again every few ms until it returns true (nothing
 	 * of the daemon runs on another thread any more) or DAEMON_EXIT_WAIT_USEC passed. */
 	bool (*stop)(void *userdata);
@@ -112,11 +115,18 @@ struct daemon {
 	struct spec_options spec; /* flags over the config */
 	const char *spec_dir;
 	/* The kernel's RDMA netns mode: read at start and again with each scan (one netlink
-	 * round trip), before ops->scanned; DISC_NETNS_UNKNOWN without RDMA netlink. */
+	 * round trip), before ops->apply; DISC_NETNS_UNKNOWN without RDMA netlink. */
 	enum disc_netns_mode netns_mode;
 	bool pools_loud; /* log the pool warnings of the next scan at warning level */
 	bool applied;	 /* a scan was applied: the start is over */
 	bool stopping;
+	/* The registry (metrics.h) from ops->attach on, NULL without --metrics-address; the
+	 * daemon records its own series in it. */
+	struct metrics *metrics;
+
+	/* Set by the daemon in ops->attach: the pool label of the devices of a config that
+	 * defines no pools (the bridge's --resource); NULL: the default pool's resourceName. */
+	const char *default_pool_name;
 
 	/* The core's own. */
 	struct daemon_options o;
@@ -154,7 +164,8 @@ bool daemon_write_spec(struct daemon *dm, const cJSON *spec, size_t n_usable);
 /*
  * Assigns node's devices to the pools of the config in force, logging the warnings (at
  * warning level when dm->pools_loud, which it resets) and a failure followed by
- * "; <kept>" (what stays as it was). 0 with *ret, or -errno.
+ * "; <kept>" (what stays as it was). 0 with *ret, or -errno. On success the health
+ * series (metrics.h) become those of the usable devices a pool takes.
  */
 int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *kept,
 		  struct cfg_assignment **ret);

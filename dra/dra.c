@@ -211,6 +211,32 @@ static size_t inventory_keep_defined(struct dra_inventory *inv, const struct spe
 	return left_out;
 }
 
+/* rdma_cdi_devices: what the inventory in force offers, per pool. */
+static void count_devices(struct dra *d)
+{
+	const struct cfg *c = d->inv->cfg;
+
+	metrics_devices_begin(d->dm.metrics);
+	for (size_t p = 0; c && p < c->n_pools; p++) {
+		size_t healthy = 0, unhealthy = 0;
+
+		for (size_t i = 0; i < d->inv->n_hcas; i++)
+			if (d->inv->hcas[i].pool == (long)p) {
+				healthy += d->inv->hcas[i].healthy;
+				unhealthy += !d->inv->hcas[i].healthy;
+			}
+		metrics_devices_set(d->dm.metrics, c->pools[p].resource_name, healthy, unhealthy);
+	}
+	metrics_devices_end(d->dm.metrics);
+}
+
+static void on_slice_written(void *userdata, bool ok)
+{
+	struct dra *d = userdata;
+
+	metrics_dra_slice_publish(d->dm.metrics, ok);
+}
+
 static void publish(struct dra *d)
 {
 	cJSON *devices = d->inv ? dra_slice_devices(d->inv, d->driver) : NULL;
@@ -223,6 +249,7 @@ static void publish(struct dra *d)
 	}
 	dra_publisher_set(d->pub, devices);
 	publish_health(d);
+	count_devices(d);
 }
 
 /*
@@ -316,6 +343,18 @@ static void batch_fail(struct dra_batch *b, size_t i, const char *fmt, ...)
 	    ref->name, msg);
 	if (dra_batch_fail(b, i, msg) < 0)
 		log_error("out of memory answering claim %s", ref->uid);
+}
+
+/* Sends b's reply; each of its claims counts in the prepare/unprepare metrics. */
+static void finish_batch(struct dra *d, struct dra_batch *b)
+{
+	enum metrics_claim what =
+	    dra_batch_kind(b) == DRA_BATCH_PREPARE ? METRICS_PREPARE : METRICS_UNPREPARE;
+	size_t failed = dra_batch_n_failed(b);
+
+	for (size_t i = 0; i < dra_batch_n_claims(b); i++)
+		metrics_dra_claim(d->dm.metrics, what, i >= failed); /* as many failed as failed */
+	dra_batch_finish(b);
 }
 
 static void batch_answer(struct dra *d, struct dra_batch *b, size_t i,
@@ -498,7 +537,7 @@ static void on_claim(void *userdata, const struct kube_reply *rep)
 	prepare_one(d, pb->b, op->i, rep);
 	if (--pb->left > 0)
 		return;
-	dra_batch_finish(pb->b);
+	finish_batch(d, pb->b);
 	prepare_batch_free(d, pb);
 	publish_health(d);
 }
@@ -523,7 +562,7 @@ static void prepare_batch(struct dra *d, struct dra_batch *b)
 	if (!pb) {
 		for (size_t i = 0; i < n; i++)
 			batch_fail(b, i, "out of memory");
-		dra_batch_finish(b);
+		finish_batch(d, b);
 		return;
 	}
 	pb->d = d;
@@ -562,7 +601,7 @@ static void prepare_batch(struct dra *d, struct dra_batch *b)
 	pb->next = d->batches;
 	d->batches = pb;
 	if (--pb->left == 0) {
-		dra_batch_finish(b);
+		finish_batch(d, b);
 		prepare_batch_free(d, pb);
 	}
 }
@@ -613,7 +652,7 @@ static void unprepare_batch(struct dra *d, struct dra_batch *b)
 		else
 			batch_answer(d, b, i, NULL);
 	}
-	dra_batch_finish(b);
+	finish_batch(d, b);
 	publish_health(d);
 }
 
@@ -624,7 +663,7 @@ static void on_batch(void *userdata, struct dra_batch *b)
 	if (d->dm.stopping) {
 		for (size_t i = 0; i < dra_batch_n_claims(b); i++)
 			batch_fail(b, i, "the DRA driver is stopping");
-		dra_batch_finish(b);
+		finish_batch(d, b);
 		return;
 	}
 	if (dra_batch_kind(b) == DRA_BATCH_PREPARE)
@@ -635,6 +674,12 @@ static void on_batch(void *userdata, struct dra_batch *b)
 
 static void on_registered(void *userdata, bool ok, const char *error)
 {
+	struct dra *d = userdata;
+
+	metrics_kubelet_registered(d->dm.metrics, d->driver, ok);
+	if (!error)
+		return; /* lost: the service logged why */
+	metrics_registration(d->dm.metrics, d->driver, ok);
 	if (ok)
 		log_info("registered with the kubelet");
 	else
@@ -654,7 +699,7 @@ static void fail_pending_batches(struct dra *d)
 			pb->ops[i].call = NULL;
 			batch_fail(pb->b, i, "the DRA driver is stopping");
 		}
-		dra_batch_finish(pb->b);
+		finish_batch(d, pb->b);
 		prepare_batch_free(d, pb);
 	}
 }
@@ -742,6 +787,8 @@ static int setup_kube(struct dra *d)
 				  .driver = d->driver,
 				  .node_name = d->node_name,
 				  .kube = d->kube,
+				  .written = on_slice_written,
+				  .userdata = d,
 			      },
 			      &d->pub);
 	if (r < 0)
@@ -843,6 +890,7 @@ static int serve(void *userdata)
 
 	if (r < 0)
 		return log_error_errno(r, "serving the kubelet failed");
+	metrics_kubelet_registered(d->dm.metrics, d->driver, 0); /* until the kubelet says */
 	d->health_sent = false; /* the first list goes out whatever it holds */
 	publish_health(d);
 	return 0;
@@ -903,6 +951,7 @@ static int check_options(const struct dra_options *o)
 int dra_run(const struct daemon_options *dopts, const struct dra_options *o)
 {
 	static const struct daemon_ops ops = {
+	    .name = "dra",
 	    .spec_dir = SPEC_DYNAMIC_DIR,
 	    .attach = attach,
 	    .serve = serve,

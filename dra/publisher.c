@@ -63,6 +63,9 @@ struct dra_publisher {
 	char *gone[GONE_MAX];
 	size_t n_gone;
 
+	void (*written)(void *userdata, bool ok);
+	void *userdata;
+
 	struct kube_call *call; /* the list or the operation in flight */
 	enum op_kind op;
 	char *op_name; /* the slice name of an update or delete */
@@ -493,12 +496,16 @@ static void on_call_done(void *userdata, const struct kube_reply *r)
 		/* Deleted behind our back meanwhile: the plan creates it. */
 		listed_remove(p, name);
 	} else {
+		if (op != OP_LIST && p->written)
+			p->written(p->userdata, false);
 		failure_log(p, op_what(op), r);
 		if (r->status == 409 || op == OP_LIST)
 			p->need_list = true;
 		backoff(p, r->retry_after_sec);
 		return;
 	}
+	if (op != OP_LIST && p->written)
+		p->written(p->userdata, true);
 	if (k < 0) {
 		struct kube_reply bad = {.status = r->status, .error = "an answer that is no list"};
 
@@ -638,6 +645,8 @@ int dra_publisher_new(sd_event *loop, const struct dra_publisher_config *cfg,
 		return -ENOMEM;
 	p->loop = sd_event_ref(loop);
 	p->kube = cfg->kube;
+	p->written = cfg->written;
+	p->userdata = cfg->userdata;
 	p->driver = strdup(cfg->driver);
 	p->node = strdup(cfg->node_name);
 	if (asprintf(&sel, "spec.driver=%s,spec.nodeName=%s", cfg->driver, cfg->node_name) < 0)

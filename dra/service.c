@@ -421,6 +421,15 @@ static const char *answer_error(const struct dra_batch *b, size_t i)
 	return a->error ? a->error : "";
 }
 
+size_t dra_batch_n_failed(const struct dra_batch *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->req->n_claims; i++)
+		n += answer_error(b, i)[0] != '\0';
+	return n;
+}
+
 static void *member(void *msg, unsigned offset)
 {
 	return (char *)msg + offset;
@@ -777,6 +786,9 @@ static void endpoint_check(struct endpoint *ep)
 	if (gc_server_socket_is_current(ep->srv))
 		return;
 	log_warning("%s socket %s was removed or replaced: serving it again", ep->what, ep->path);
+	/* The kubelet knows a plugin by its registration socket: without it, not registered. */
+	if (ep == &ep->s->reg && ep->s->registered)
+		ep->s->registered(ep->s->userdata, false, NULL);
 	ep->stopping = true;
 	gc_server_stop(ep->srv, on_endpoint_gone, ep);
 	ep->srv = NULL;

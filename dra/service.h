@@ -56,7 +56,9 @@ struct dra_service_config {
 	const char *plugin_dir;	  /* absolute */
 	/* A decoded batch, on the loop: answer each claim, then dra_batch_finish(). */
 	void (*batch)(void *userdata, struct dra_batch *b);
-	/* The kubelet's NotifyRegistrationStatus, on the loop (error "" when registered). */
+	/* The kubelet's NotifyRegistrationStatus, on the loop (error "" when registered);
+	 * error NULL: the registration is lost (our registration socket was removed or
+	 * replaced; the kubelet registers us again when it sees the new one). */
 	void (*registered)(void *userdata, bool ok, const char *error);
 	void *userdata;
 	/* The health list is sent again after this long without a change; 0:
@@ -85,6 +87,8 @@ int dra_batch_answer(struct dra_batch *b, size_t i, const struct dra_prepared_cl
 		     const char *pool);
 /* Claim i failed with error (one line; "" becomes "failed"). -EINVAL, -ENOMEM. */
 int dra_batch_fail(struct dra_batch *b, size_t i, const char *error);
+/* The claims of b answered with an error, or not answered yet (what finish fails). */
+size_t dra_batch_n_failed(const struct dra_batch *b);
 /* Sends the reply (claims left unanswered get an error saying so) and frees b. When the
  * kubelet gave up meanwhile (deadline, cancel), b is simply freed. */
 void dra_batch_finish(struct dra_batch *b);

@@ -40,6 +40,9 @@ struct dra_publisher_config {
 	const char *driver;
 	const char *node_name;
 	struct kube_client *kube; /* must outlive the publisher */
+	/* Optional: each create, update or delete the server answered, ok or not (metrics). */
+	void (*written)(void *userdata, bool ok);
+	void *userdata;
 };
 
 /* Starts listing at once (publishing nothing before the first set). -EINVAL, -ENOMEM. */

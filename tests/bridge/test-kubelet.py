@@ -29,7 +29,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet_double as kd  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
+import spec_files  # noqa: E402
 from spec_files import block_spec, write_foreign_spec  # noqa: E402
+from metrics_scrape import (check_build, check_histogram, free_port, healthz_stuck,  # noqa: E402
+                            http_get, metric, parse_exposition, series, settle)
 
 DGX_NUMA = {
     "0000:1a:00.0": 0, "0000:1b:00.0": 0, "0000:3b:00.0": 0, "0000:3c:00.0": 0,
@@ -1166,100 +1169,6 @@ def sc_plugin_dir_gone(c):
 
 # ---- metrics (--metrics-address) ------------------------------------------------------
 
-METRIC_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-SAMPLE_RE = re.compile(r"^(%s)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*=\"(?:[^\"\\\n]|\\.)*\",?)*)\})? "
-                       r"([-+]?(?:[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|NaN))$" % METRIC_NAME)
-LABEL_RE = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\n]|\\.)*)\"")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(port, path, method="GET", body=None):
-    """(status, headers dict with lower-case names, body) of one request."""
-    import http.client
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        conn.request(method, path, body=body)
-        r = conn.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode()
-    finally:
-        conn.close()
-
-
-def parse_exposition(text):
-    """Checks every line of the text format 0.0.4; returns ({(name, labels): value}, errors).
-    labels is a sorted tuple of (key, value)."""
-    samples, errors, types, helps = {}, [], {}, set()
-    if not text.endswith("\n"):
-        errors.append("no final newline")
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.startswith("# HELP "):
-            parts = line.split(" ", 3)
-            if len(parts) < 4 or not re.fullmatch(METRIC_NAME, parts[2]) or parts[2] in helps:
-                errors.append("%d: bad or repeated HELP: %s" % (n, line))
-            helps.add(parts[2])
-            continue
-        if line.startswith("# TYPE "):
-            parts = line.split(" ")
-            if (len(parts) != 4 or parts[2] in types or
-                    parts[3] not in ("counter", "gauge", "histogram", "summary", "untyped")):
-                errors.append("%d: bad or repeated TYPE: %s" % (n, line))
-            elif any(k[0] == parts[2] or k[0].rsplit("_", 1)[0] == parts[2] for k in samples):
-                errors.append("%d: TYPE after its samples: %s" % (n, line))
-            else:
-                types[parts[2]] = parts[3]
-            continue
-        m = SAMPLE_RE.match(line)
-        if not m:
-            errors.append("%d: not a sample: %r" % (n, line))
-            continue
-        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-        family = name
-        for suffix in ("_bucket", "_sum", "_count"):
-            if name.endswith(suffix) and types.get(name[:-len(suffix)]) in ("histogram",
-                                                                              "summary"):
-                family = name[:-len(suffix)]
-        if family not in types:
-            errors.append("%d: sample before its TYPE: %s" % (n, line))
-        key = (name, tuple(sorted(LABEL_RE.findall(labels))))
-        if key in samples:
-            errors.append("%d: repeated series: %s" % (n, line))
-        samples[key] = float(value)
-    return samples, errors
-
-
-def metric(samples, name, **labels):
-    return samples.get((name, tuple(sorted(labels.items()))))
-
-
-def check_histogram(samples, name, **labels):
-    """Buckets cumulative and ending in +Inf == _count. Returns _count or None."""
-    buckets = sorted((float(dict(k[1])["le"]), v) for k, v in samples.items()
-                     if k[0] == name + "_bucket" and
-                     {a: b for a, b in k[1] if a != "le"} == labels)
-    count = metric(samples, name + "_count", **labels)
-    if not buckets or buckets[-1][0] != float("inf") or count is None:
-        return None
-    values = [v for _, v in buckets]
-    if values != sorted(values) or values[-1] != count:
-        return None
-    return count
-
-
-def settle(port, samples, want, name, **labels):
-    """The kubelet double sees a Register call before the bridge has its answer: scrapes
-    again for up to 5 s until the series has the value wanted; the last samples."""
-    deadline = time.monotonic() + 5
-    while metric(samples, name, **labels) != want and time.monotonic() < deadline:
-        time.sleep(0.05)
-        samples = parse_exposition(http_get(port, "/metrics")[2])[0]
-    return samples
-
-
 def scrape(c, port):
     status, headers, body = http_get(port, "/metrics")
     samples, errors = parse_exposition(body)
@@ -1286,10 +1195,10 @@ def sc_metrics(c):
     m, headers, _ = scrape(c, port)
     tap.ok(headers.get("content-type", "").startswith("text/plain; version=0.0.4"),
            "Content-Type text/plain; version=0.0.4", headers)
-    version = subprocess.run([c.args.rdma_cdi, "--version"], capture_output=True,
-                             text=True).stdout.split()[1]
-    tap.ok(metric(m, "rdma_cdi_build_info", version=version) == 1,
-           "rdma_cdi_build_info{version=%s} 1" % version)
+    check_build(tap, m, c.args.rdma_cdi, "bridge", b.log_text())
+    status, _, body = http_get(port, "/healthz")
+    tap.ok(status == 200 and body == "ok\n", "a healthy bridge: /healthz 200 ok (%s %r)" %
+           (status, body))
     # The mode the start line logs is the one exported (this kernel's, whatever it is).
     said = re.search(r"RDMA netns mode: (exclusive|shared|unknown)", b.log_text())
     mode = said.group(1) if said else None
@@ -1301,9 +1210,22 @@ def sc_metrics(c):
     tap.ok(metric(m, "rdma_cdi_devices", resource=R, health="healthy") == 4 and
            metric(m, "rdma_cdi_devices", resource=R, health="unhealthy") == 0,
            "start: 4 healthy devices, 0 unhealthy")
+    health = series(m, "rdma_cdi_device_healthy", pool=R)
+    tap.ok(len(health) == 4 and all(v == 1 for v in health.values()) and
+           sorted(dict(k)["pci"] for k in health) == sorted(p for p in IB8 if DGX_NUMA[p] == 0)
+           and all(dict(k)["reason"] == "" and DGX_NAMES[dict(k)["pci"]] == dict(k)["device"]
+                   for k in health),
+           "rdma_cdi_device_healthy: the pool's 4 devices by RDMA name and PCI address, 1, "
+           "no reason", health)
+    since = series(m, "rdma_cdi_device_health_last_change_timestamp_seconds", pool=R)
+    tap.ok(len(since) == 4 and all(abs(v - time.time()) < 60 for v in since.values()),
+           "each with its first-seen time", since)
     m = settle(port, m, 1, "rdma_cdi_registrations_total", resource=R, result="ok")
     tap.ok(metric(m, "rdma_cdi_registrations_total", resource=R, result="ok") == 1,
            "one registration, ok")
+    m = settle(port, m, 1, "rdma_cdi_kubelet_registered", resource=R)
+    tap.ok(metric(m, "rdma_cdi_kubelet_registered", resource=R) == 1,
+           "rdma_cdi_kubelet_registered 1")
     tap.ok(metric(m, "rdma_cdi_rescans_total", reason="start", result="ok") == 1 and
            check_histogram(m, "rdma_cdi_rescan_duration_seconds") == 1,
            "the first scan counted and its duration observed")
@@ -1336,12 +1258,22 @@ def sc_metrics(c):
            metric(m, "rdma_cdi_devices", resource=R, health="unhealthy") == 1,
            "after the port went DOWN: 3 healthy, 1 unhealthy",
            [(k, v) for k, v in m.items() if k[0] == "rdma_cdi_devices"])
+    down = series(m, "rdma_cdi_device_healthy", device="mlx5_0", pool=R)
+    tap.ok(len(down) == 1 and list(down.values())[0] == 0 and
+           "DOWN" in dict(list(down)[0])["reason"],
+           "rdma_cdi_device_healthy of mlx5_0: 0, the reason says DOWN", down)
+    key = dict(device="mlx5_0", pci="0000:1a:00.0", pool=R)
+    tap.ok((metric(m, "rdma_cdi_device_health_last_change_timestamp_seconds", **key) or 0) >=
+           since.get(tuple(sorted(key.items())), 1e18),
+           "its last change is stamped again")
     tap.ok(metric(m, "rdma_cdi_rescans_total", reason="request", result="ok") == 1 and
            check_histogram(m, "rdma_cdi_rescan_duration_seconds") == 2,
            "the SIGHUP rescan counted, duration observed")
 
     cm.update("pools: [ {resourceName: rdma.example/ib, mode: sideways} ]\n")
     tap.ok(b.wait_log("rejected, the previous config stays in force"), "invalid config rejected")
+    m, _, _ = scrape(c, port)
+    tap.ok(metric(m, "rdma_cdi_config_rejected") == 1, "rdma_cdi_config_rejected 1")
     cm.update(POOLS_IB_ROCE)
     roce = c.kubelet.wait_resource("rdma.example/roce", 5)
     tap.ok(roce is not None and ib.wait(lambda ls: len(ls[-1]) == 8, 5) is not None,
@@ -1350,6 +1282,7 @@ def sc_metrics(c):
     tap.ok(metric(m, "rdma_cdi_config_reloads_total", result="applied") == 1 and
            metric(m, "rdma_cdi_config_reloads_total", result="rejected") == 1,
            "config reloads: 1 applied, 1 rejected")
+    tap.ok(metric(m, "rdma_cdi_config_rejected") == 0, "rdma_cdi_config_rejected back to 0")
     roce_hcas = {}  # HCA -> healthy, from the list the kubelet has (slots "-sN" folded)
     for d in roce.wait() or []:
         roce_hcas[d.ID.rsplit("-s", 1)[0]] = d.health == "Healthy"
@@ -1374,6 +1307,25 @@ def sc_metrics(c):
     tap.ok(metric(m, "rdma_cdi_devices", resource=R, health="healthy") is None and
            metric(m, "rdma_cdi_allocate_total", resource=R, result="ok") == 1,
            "a removed pool: its device gauges go, its counters stay")
+    tap.ok(not series(m, "rdma_cdi_device_healthy", pool=R) and
+           metric(m, "rdma_cdi_kubelet_registered", resource=R) is None,
+           "and its devices' health series and its registration gauge go")
+
+    # The kubelet goes (its sockets deleted): registration lost at once, then back.
+    k = c.kubelet
+    k.stop()
+    for name in os.listdir(c.plugin_dir):
+        p = os.path.join(c.plugin_dir, name)
+        if stat.S_ISSOCK(os.lstat(p).st_mode):
+            os.unlink(p)
+    RO = "rdma.example/roce"
+    m = settle(port, m, 0, "rdma_cdi_kubelet_registered", resource=RO)
+    tap.ok(metric(m, "rdma_cdi_kubelet_registered", resource=RO) == 0,
+           "kubelet gone, sockets deleted: rdma_cdi_kubelet_registered 0")
+    k.start()
+    m = settle(port, m, 1, "rdma_cdi_kubelet_registered", resource=RO)
+    tap.ok(metric(m, "rdma_cdi_kubelet_registered", resource=RO) == 1,
+           "kubelet back: registered again, 1")
 
     path = b.spec_path()
     os.unlink(path)
@@ -1420,11 +1372,7 @@ SPEC_NAME = "rdma.example-hca.json"
 
 def paused_writer_env(c, mark):
     """The environment of a writer that stops for good at the rename of its spec temp."""
-    env = dict(os.environ, LD_PRELOAD=c.args.pause_rename, RDMA_CDI_TEST_PAUSE_RENAME=SPEC_NAME,
-               RDMA_CDI_TEST_PAUSE_MARK=mark)
-    # An ASan runtime must come first among the libraries; the shim sits before it.
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-    return env
+    return spec_files.paused_writer_env(c.args.pause_rename, SPEC_NAME, mark)
 
 
 def wait_file(path, timeout=10.0):
@@ -1485,6 +1433,30 @@ def check_restarted(tap, what, spec_dir, tmp, look_alikes):
     tap.ok(left == sorted(look_alikes + [SPEC_NAME]),
            "look-alikes kept: a symlink, another user's, another spec's, a live writer's",
            "left: %s" % left)
+
+
+def sc_healthz(c):
+    """/healthz is answered by the loop: a loop stuck in the rename of the spec's temp file
+    fails it (503 within its bound) while /metrics still answers; released, 200 again."""
+    tap = c.tap
+    port = free_port()
+    mark, release = os.path.join(c.work, "paused"), os.path.join(c.work, "release")
+    c.start_kubelet()
+    b = c.bridge(["--metrics-address", "127.0.0.1:%d" % port], start=False)
+    b.start(env=spec_files.paused_writer_env(c.args.pause_rename, SPEC_NAME, mark, release))
+    if not tap.ok(wait_file(mark), "the bridge's loop stops at the rename of its spec temp",
+                  b.log_text()):
+        return
+    healthz_stuck(tap, port, "stuck bridge")
+    open(release, "w").close()
+    deadline, status = time.monotonic() + 10, None
+    while status != 200 and time.monotonic() < deadline:
+        status, _, body = http_get(port, "/healthz")
+    tap.ok(status == 200 and body == "ok\n", "released: /healthz 200 ok again")
+    c.registered()
+    tap.ok(os.path.exists(b.spec_path()), "and the spec is written")
+    b.signal(signal.SIGTERM)
+    tap.ok(b.wait(10) == 0, "SIGTERM: exit 0", b.log_text())
 
 
 def sc_killed_mid_write(c):
@@ -1720,6 +1692,7 @@ SCENARIOS = {
     "plugin-dir-gone": sc_plugin_dir_gone,
     "shared-bound": (sc_shared_bound, "scale", ("--devices", "200")),
     "metrics": sc_metrics,
+    "healthz": sc_healthz,
     "killed-mid-write": sc_killed_mid_write,
     "clock-jump": sc_clock_jump,
 }

@@ -37,7 +37,7 @@ _spec.loader.exec_module(M)
 DRA_FLAGS = {"--driver-name", "--node-name", "--registry-dir", "--plugin-dir", "--kubeconfig",
              "--rescan-interval", "--host-root", "--sysfs-root", "--dev-root", "--spec-dir",
              "--config", "--kind", "--with-mad", "--hook-path", "--memlock", "--log-level",
-             "--log-format"}
+             "--log-format", "--metrics-address"}
 DRA_DEFAULTS = {"--driver-name": "rdma.example",
                 "--registry-dir": "/var/lib/kubelet/plugins_registry",
                 "--spec-dir": "/var/run/cdi"}
@@ -212,6 +212,7 @@ def main():
     else:
         tap.skip("the flags are in `rdma-cdi dra --help`",
                  "this rdma-cdi has no dra command yet: %s" % help_text.strip()[:200])
+    M.check_metrics_liveness(tap, dc, fl, "dra", a.source_root)
     valued = [f for f in fl if f not in ("--with-mad",)]
     tap.ok(all(fl[f] for f in valued), "every flag that takes a value has one", fl)
 

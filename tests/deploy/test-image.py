@@ -24,12 +24,15 @@
    libraries and raises a process's RLIMIT_MEMLOCK.
 5. Every daemon a manifest runs, in the container with its DaemonSet's args, mounts and
    security context: the bridge registers with the kubelet double through the bind-mounted
-   plugin dir and answers Allocate with a name the spec defines; its liveness command
-   passes, fails while the bridge is SIGSTOPped, passes after SIGCONT. The DRA driver, in
+   plugin dir and answers Allocate with a name the spec defines; its startup command and
+   its liveness probe (GET /healthz, from the container's network namespace as the
+   kubelet would) pass, fail while the bridge is SIGSTOPped, pass after SIGCONT. The DRA
+   driver, in
    cluster (a service account token and CA, KUBERNETES_SERVICE_HOST) against the
    API-server double, registers with the kubelet plugin watcher double through the host
    path of plugins_registry, publishes the node's HCAs as ResourceSlices and prepares a
-   claim; every call it made is one its ClusterRole grants. `podman stop` ends each
+   claim, and its liveness probe passes and fails the same way; every call it made is one
+   its ClusterRole grants. `podman stop` ends each
    cleanly. A manifest daemon without a scenario here FAILs.
 Everything runs in a private mount namespace with a tmpfs on /run and podman/buildah storage
 in a temp dir: the host's storage, /etc/cdi, /var/run/cdi, /opt and /var/lib/kubelet
@@ -417,27 +420,59 @@ def bridge_args(w, c):
     return args
 
 
+HTTP_PROBE = """
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=float(sys.argv[3]))
+try:
+    c.request("GET", sys.argv[2])
+    r = c.getresponse()
+    print(r.status, r.read().decode().strip())
+except Exception as e:
+    print("none", e)
+"""
+
+
+def probe_once(w, name, pid, c, probe):
+    """One run of the container's probe: its exec command in the container, or its
+    httpGet in the container's network namespace (nsenter), as the kubelet would, bounded
+    by timeoutSeconds. (passed, what it said, seconds taken)."""
+    p = c[probe]
+    t0 = time.monotonic()
+    if "exec" in p:
+        r = w.pm(["exec", name] + p["exec"]["command"], timeout=60)
+        return r.returncode == 0, show(r), time.monotonic() - t0
+    get = p["httpGet"]
+    port = get["port"]
+    if isinstance(port, str):
+        port = next(x["containerPort"] for x in c.get("ports") or [] if x.get("name") == port)
+    r = run(["nsenter", "-t", str(pid), "-n", sys.executable, "-c", HTTP_PROBE, str(port),
+             get["path"], str(p.get("timeoutSeconds") or 1)], timeout=60)
+    said = (r.stdout or r.stderr).strip()
+    return said.startswith("200 "), said, time.monotonic() - t0
+
+
 def check_liveness(w, name, c):
-    """The container's liveness command passes, fails while the daemon is stopped (within
-    timeoutSeconds), passes again after SIGCONT."""
+    """The container's startup and liveness probes pass, fail while the daemon is stopped
+    (within timeoutSeconds), pass again after SIGCONT."""
     res = w.res
-    probe = c["livenessProbe"]["exec"]["command"]
-    r = w.pm(["exec", name] + probe, timeout=60)
-    res.ok(r.returncode == 0, "liveness command passes while the daemon serves", show(r))
     pid = int(w.pm(["inspect", "--format", "{{.State.Pid}}", name]).stdout.strip() or 0)
     if not res.ok(pid > 0, "the container's daemon pid on the host: %d" % pid):
         return
-    os.kill(pid, signal.SIGSTOP)
-    t0 = time.monotonic()
-    r = w.pm(["exec", name] + probe, timeout=60)
-    dt = time.monotonic() - t0
-    os.kill(pid, signal.SIGCONT)
-    res.ok(r.returncode not in (0, "timeout") and "no answer in time" in r.stderr and
-           dt < c["livenessProbe"]["timeoutSeconds"],
-           "liveness command fails (%.1f s, within timeoutSeconds) while the daemon is "
-           "stopped" % dt, show(r))
-    r = w.pm(["exec", name] + probe, timeout=60)
-    res.ok(r.returncode == 0, "and passes again after SIGCONT", show(r))
+    for probe in ("startupProbe", "livenessProbe"):
+        if probe not in c:
+            continue
+        good, said, _ = probe_once(w, name, pid, c, probe)
+        res.ok(good, "%s passes while the daemon serves" % probe, said)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            good, said, dt = probe_once(w, name, pid, c, probe)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        res.ok(not good and dt < c[probe]["timeoutSeconds"] + 1,
+               "%s fails (%.1f s: by its timeoutSeconds) while the daemon is stopped"
+               % (probe, dt), said)
+        good, said, _ = probe_once(w, name, pid, c, probe)
+        res.ok(good, "%s passes again after SIGCONT" % probe, said)
 
 
 def read_spec(specs):
@@ -597,6 +632,7 @@ def run_dra(w, objs, r):
     proc = w.start(name, c, args, w.mounts(ps, c, host_of, cfgdir), extra, log_path)
     try:
         dra_checks(w, api, watcher, driver, log_path)
+        check_liveness(w, name, c)
         check_rbac(w, objs, api)
         stop_daemon(w, name, proc, log_path, "the DRA driver",
                     [os.path.join(registry, f) for f in os.listdir(registry)])

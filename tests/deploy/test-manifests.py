@@ -161,6 +161,39 @@ class Pod:
         return os.path.normpath(os.path.join(hp["path"], rel)) if rel != "." else hp["path"], m
 
 
+def healthz_wait_sec(source_root):
+    """How long /healthz waits for the daemon's loop (daemon/metrics.h), in seconds."""
+    with open(os.path.join(source_root, "daemon", "metrics.h")) as f:
+        m = re.search(r"#define METRICS_HEALTHZ_WAIT_MSEC ([0-9]+)", f.read())
+    return int(m.group(1)) / 1000 if m else None
+
+
+def check_metrics_liveness(tap, c, fl, what, source_root):
+    """The daemon serves --metrics-address on a containerPort named metrics that is
+    reachable from outside the pod, and its livenessProbe is GET /healthz on that port,
+    with a timeout longer than /healthz waits for the loop."""
+    maddr = fl.get("--metrics-address") or ""
+    mport = re.search(r":([0-9]+)$", maddr)
+    ports = [p for p in c.get("ports") or [] if mport and
+             p.get("containerPort") == int(mport.group(1))]
+    tap.ok(len(ports) == 1 and ports[0].get("name") == "metrics" and
+           ports[0].get("protocol", "TCP") == "TCP" and
+           not maddr.startswith(("127.", "[::1]")),
+           "%s --metrics-address %s: reachable from outside the pod, its port a containerPort "
+           "named metrics" % (what, maddr), c.get("ports"))
+    probe = c.get("livenessProbe") or {}
+    get = probe.get("httpGet") or {}
+    target = [p for p in c.get("ports") or [] if get.get("port") is not None and
+              get.get("port") in (p.get("name"), p.get("containerPort"))]
+    tap.ok(get.get("path") == "/healthz" and target and target[0] in ports and
+           get.get("scheme", "HTTP") == "HTTP" and not get.get("host"),
+           "%s livenessProbe: GET /healthz on the port --metrics-address serves" % what, probe)
+    wait = healthz_wait_sec(source_root)
+    tap.ok(wait and (probe.get("timeoutSeconds") or 1) > wait,
+           "%s livenessProbe: timeoutSeconds %s exceeds the %s s /healthz waits for the loop"
+           % (what, probe.get("timeoutSeconds"), wait))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source-root", required=True)
@@ -261,7 +294,7 @@ def main():
             mounted.add(m["name"])
             tap.ok(m["name"] in pod.volumes,
                    "%s container %s: mount %s names a volume" % (role, n, m["mountPath"]))
-        for probe in ("startupProbe", "livenessProbe"):
+        for probe in ("startupProbe",):
             if role != "main":
                 continue
             cmd = ((c.get(probe) or {}).get("exec") or {}).get("command") or []
@@ -270,12 +303,11 @@ def main():
                     and set(fl) <= node_flags["probe"] and node_flags["probe"])
             tap.ok(good, "%s: rdma-cdi-node probe with flags it knows %s"
                    % (probe, sorted(fl)), "%s vs %s" % (cmd, sorted(node_flags["probe"])))
-            if probe == "livenessProbe":
-                pd = fl.get("--plugin-dir")
-                tap.ok(pd and pod.host_path_of(c, pd)[0] == "/var/lib/kubelet/device-plugins",
-                       "livenessProbe probes the kubelet's plugin dir", pd)
-                tap.ok((c[probe].get("timeoutSeconds") or 1) > int(fl.get("--timeout") or 5),
-                       "livenessProbe: timeoutSeconds exceeds the probe's own --timeout")
+            pd = fl.get("--plugin-dir")
+            tap.ok(pd and pod.host_path_of(c, pd)[0] == "/var/lib/kubelet/device-plugins",
+                   "%s probes the kubelet's plugin dir" % probe, pd)
+            tap.ok((c[probe].get("timeoutSeconds") or 1) > int(fl.get("--timeout") or 5),
+                   "%s: timeoutSeconds exceeds the probe's own --timeout" % probe)
     tap.ok(mounted == set(pod.volumes), "every volume is mounted somewhere",
            sorted(set(pod.volumes) - mounted))
 
@@ -292,15 +324,7 @@ def main():
                "\n%s is expected from %s" % (f, PENDING_FLAGS[f]) for f in unknown
                if f in PENDING_FLAGS)))
 
-    maddr = fl.get("--metrics-address")
-    if maddr:
-        mport = re.search(r":([0-9]+)$", maddr)
-        ports = [p for p in bc.get("ports") or [] if mport and
-                 p.get("containerPort") == int(mport.group(1))]
-        tap.ok(len(ports) == 1 and ports[0].get("name") == "metrics" and
-               ports[0].get("protocol", "TCP") == "TCP" and not maddr.startswith("127."),
-               "--metrics-address %s: reachable from outside the pod, its port a containerPort "
-               "named metrics" % maddr, bc.get("ports"))
+    check_metrics_liveness(tap, bc, fl, "bridge", a.source_root)
 
     def writable_host_mount(c, path, host, what):
         hp, m = pod.host_path_of(c, path)

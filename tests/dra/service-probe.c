@@ -12,8 +12,8 @@
  * (the service must answer them itself); "slow-*" hold the whole batch back SLOW_MS
  * (default 2000) before it is finished; any other succeeds, Prepare with two canned
  * devices per claim, the second a share (see prepare_one). Events go to stdout, one line each,
- * flushed: ready | registered ok | registered failed <error> | batch prepare|unprepare <n> <uids>
- *   | finished <n> | stopped
+ * flushed: ready | registered ok | registered failed <error> | registration lost
+ *   | batch prepare|unprepare <n> <uids> | finished <n> | stopped
  * stdin takes health lists, one command a line:
  *   health <device>=<healthy|unhealthy|unknown>[:<message>] ...   (pool "node1")
  * SIGTERM/SIGINT: stop, wait until gRPC is idle, exit 0.
@@ -170,6 +170,8 @@ static void on_registered(void *userdata, bool ok, const char *error)
 {
 	if (ok)
 		emit("registered ok");
+	else if (!error)
+		emit("registration lost");
 	else
 		emit("registered failed %s", error);
 }

@@ -30,7 +30,10 @@ import apiserver_double as asd  # noqa: E402
 import kubelet_dra_double as kdd  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from tap import Tap  # noqa: E402
+import spec_files  # noqa: E402
 from spec_files import block_spec, write_foreign_spec  # noqa: E402
+from metrics_scrape import (check_build, free_port, healthz_stuck, http_get, metric,  # noqa: E402
+                            parse_exposition, series, settle)
 
 PYTHON = "/usr/bin/python3"
 DRIVER = "rdma.example"
@@ -123,10 +126,10 @@ class Driver:
         self.proc = None
         self.log = None
 
-    def start(self, prefix=()):
+    def start(self, prefix=(), env=None):
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(list(prefix) + self.argv, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=env)
         return self
 
     def log_text(self):
@@ -956,7 +959,7 @@ def sc_admin_share(c):
 def sc_valgrind(c):
     """The driver under valgrind through a short busy life: registration, slices, a batch of
     good and bad claims, Unprepare, a wiped slice, hotplug, a port going DOWN, a config edit,
-    SIGHUP, SIGTERM. Exit 0 means no error and no leak."""
+    scrapes and liveness probes, SIGHUP, SIGTERM. Exit 0 means no error and no leak."""
     tap = c.tap
     # "possibly lost" is left out, as for the bridge: abseil's random pool (gRPC's backoff)
     # is a process-lifetime static seen only through interior pointers.
@@ -964,7 +967,8 @@ def sc_valgrind(c):
     vg = ["valgrind", "--trace-children=yes", "--leak-check=full",
           "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99", "--track-fds=no",
           "--quiet"]
-    d = Driver(c, ["--rescan-interval", "1"])
+    port = free_port()
+    d = Driver(c, ["--rescan-interval", "1", "--metrics-address", "127.0.0.1:%d" % port])
     c.drivers.append(d)
     d.start(prefix=vg)
     reg = c.registered(timeout=90)
@@ -995,6 +999,15 @@ def sc_valgrind(c):
         f.write(POOLS_IB)
     tap.ok(c.wait_devices(lambda ds: len(ds) == 8, 30) is not None,
            "config edit under valgrind")
+    status, _, body = http_get(port, "/metrics", timeout=30)
+    samples, errors = parse_exposition(body)
+    tap.ok(status == 200 and not errors and len(series(samples, "rdma_cdi_device_healthy")) == 8,
+           "metrics scraped under valgrind: the 8 devices of the new config", errors[:5])
+    # valgrind runs one thread at a time: the loop may miss a 2 s bound once under load.
+    answers = []
+    while len(answers) < 5 and 200 not in answers:
+        answers.append(http_get(port, "/healthz", timeout=30)[0])
+    tap.ok(200 in answers, "/healthz 200 under valgrind (%s)" % answers)
     d.proc.send_signal(signal.SIGHUP)
     time.sleep(1)
     d.proc.send_signal(signal.SIGTERM)
@@ -1153,7 +1166,185 @@ def sc_lent(c):
 
 
 
+# ---- metrics (--metrics-address, daemon/metrics.h) ---------------------------------------
+
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def scrape(c, port):
+    status, _, body = http_get(port, "/metrics")
+    samples, errors = parse_exposition(body)
+    c.tap.ok(status == 200 and not errors, "GET /metrics: 200 and every line valid "
+             "exposition format", "\n".join(errors[:10]) + "\n" + body[:2000])
+    return samples
+
+
+def settle_where(port, pred, timeout=5.0):
+    """Scrapes until pred(samples) holds; the last samples."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = parse_exposition(http_get(port, "/metrics")[2])[0]
+        if pred(samples) or time.monotonic() >= deadline:
+            return samples
+        time.sleep(0.05)
+
+
+def metrics_start(c, port):
+    """The driver's start: build, liveness, registration, devices, slices."""
+    tap = c.tap
+    d, reg, cl = c.up(["--rescan-interval", "1", "--metrics-address", "127.0.0.1:%d" % port])
+    tap.ok(d.wait_log("serving metrics on http://127.0.0.1:%d/metrics" % port),
+           "the address is logged", d.log_text())
+    m = scrape(c, port)
+    check_build(tap, m, c.args.rdma_cdi, "dra", d.log_text())
+    status, _, body = http_get(port, "/healthz")
+    tap.ok(status == 200 and body == "ok\n", "a healthy driver: /healthz 200 ok (%s)" % status)
+    m = settle(port, m, 1, "rdma_cdi_kubelet_registered", resource=DRIVER)
+    tap.ok(metric(m, "rdma_cdi_kubelet_registered", resource=DRIVER) == 1 and
+           metric(m, "rdma_cdi_registrations_total", resource=DRIVER, result="ok") == 1,
+           "registered: rdma_cdi_kubelet_registered{resource=%s} 1, one registration ok" %
+           DRIVER, series(m, "rdma_cdi_kubelet_registered"))
+    health = series(m, "rdma_cdi_device_healthy")
+    pools = {dict(k)["pool"] for k in health}
+    pool = pools.pop() if len(pools) == 1 else None
+    by_dev = {dict(k)["device"]: (v, dict(k)) for k, v in health.items()}
+    tap.ok(len(health) == 10 and pool and by_dev.get("mlx5_2", (0, {}))[0] == 1 and
+           by_dev["mlx5_2"][1]["pci"] == "0000:3b:00.0" and by_dev["mlx5_2"][1]["reason"] == "",
+           "rdma_cdi_device_healthy: the 10 devices published, mlx5_2 1 with its PCI address",
+           health)
+    n_ok = sum(1 for v in health.values() if v == 1)
+    tap.ok(metric(m, "rdma_cdi_devices", resource=pool, health="healthy") == n_ok and
+           metric(m, "rdma_cdi_devices", resource=pool, health="unhealthy") == 10 - n_ok,
+           "rdma_cdi_devices{resource=%s}: %d healthy, %d unhealthy" % (pool, n_ok, 10 - n_ok))
+    tap.ok(metric(m, "rdma_cdi_rescans_total", reason="start", result="ok") == 1 and
+           len(series(m, "rdma_cdi_netns_mode")) == 1,
+           "the first scan counted, the netns mode exported")
+    m = settle_where(port, lambda s: (metric(s, "rdma_cdi_dra_slice_publish_total",
+                                             result="ok") or 0) >= 1)
+    tap.ok((metric(m, "rdma_cdi_dra_slice_publish_total", result="ok") or 0) >= 1 and
+           metric(m, "rdma_cdi_dra_slice_publish_total", result="failed") == 0,
+           "the slice writes counted, none failed")
+    return d, reg, cl, pool
+
+
+def metrics_health_change(c, port, pool):
+    """A port goes DOWN in the fixture sysfs; the slice write that follows fails once."""
+    tap = c.tap
+    key = dict(device="mlx5_2", pci="0000:3b:00.0", pool=pool)
+    before = parse_exposition(http_get(port, "/metrics")[2])[0]
+    t_before = metric(before, "rdma_cdi_device_health_last_change_timestamp_seconds", **key)
+    time.sleep(1.1)  # the timestamp is in seconds
+    c.api.fail_next(1, 500, method="PUT", path_prefix=SLICES)
+    set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
+    m = settle_where(port, lambda s: series(s, "rdma_cdi_device_healthy", device="mlx5_2") and
+                     list(series(s, "rdma_cdi_device_healthy", device="mlx5_2").values())[0] == 0)
+    down = series(m, "rdma_cdi_device_healthy", device="mlx5_2")
+    tap.ok(len(down) == 1 and list(down.values())[0] == 0 and
+           "DOWN" in dict(list(down)[0])["reason"],
+           "port DOWN: rdma_cdi_device_healthy of mlx5_2 0, the reason says DOWN", down)
+    t_after = metric(m, "rdma_cdi_device_health_last_change_timestamp_seconds", **key)
+    tap.ok(t_before and t_after and t_after > t_before,
+           "its last change time moves (%s -> %s)" % (t_before, t_after))
+    m = settle_where(port, lambda s: metric(s, "rdma_cdi_dra_slice_publish_total",
+                                            result="failed") == 1)
+    tap.ok(metric(m, "rdma_cdi_dra_slice_publish_total", result="failed") == 1,
+           "the refused slice update counted as failed")
+
+
+def metrics_claims(c, port, cl):
+    tap = c.tap
+    claim = c.api.add_claim("default", "c1", results=[result("mlx5_0")])
+    uid = claim["metadata"]["uid"]
+    tap.ok(cl.prepare([("default", "c1", uid)])[uid]["error"] == "", "Prepare of c1")
+    tap.ok(cl.prepare([("default", "gone", "uid-gone")])["uid-gone"]["error"] != "",
+           "Prepare of a claim the API server does not have fails")
+    tap.ok(cl.unprepare([("default", "c1", uid)]) == {uid: ""}, "Unprepare of c1")
+    m = scrape(c, port)
+    tap.ok(metric(m, "rdma_cdi_dra_prepare_total", result="ok") == 1 and
+           metric(m, "rdma_cdi_dra_prepare_total", result="failed") == 1 and
+           metric(m, "rdma_cdi_dra_unprepare_total", result="ok") == 1 and
+           metric(m, "rdma_cdi_dra_unprepare_total", result="failed") == 0,
+           "claims: prepare 1 ok 1 failed, unprepare 1 ok",
+           series(m, "rdma_cdi_dra_prepare_total"))
+    tap.ok(not series(m, "rdma_cdi_allocate_total"), "no bridge series in the driver")
+
+
+def metrics_config(c, port, d):
+    tap = c.tap
+    with open(c.config, "w") as f:
+        f.write("pools: [ {resourceName: rdma.example/ib, mode: sideways} ]\n")
+    tap.ok(d.wait_log("rejected, the previous config stays in force"), "invalid config rejected")
+    m = scrape(c, port)
+    tap.ok(metric(m, "rdma_cdi_config_rejected") == 1 and
+           metric(m, "rdma_cdi_config_reloads_total", result="rejected") == 1,
+           "rdma_cdi_config_rejected 1, one reload rejected")
+    with open(c.config, "w") as f:
+        f.write("")
+    tap.ok(d.wait_log("config %s applied" % c.config), "the defaults again: applied")
+    m = scrape(c, port)
+    tap.ok(metric(m, "rdma_cdi_config_rejected") == 0 and
+           metric(m, "rdma_cdi_config_reloads_total", result="applied") == 1,
+           "rdma_cdi_config_rejected 0, one reload applied")
+
+
+def metrics_registration_lost(c, port):
+    """The registration socket goes while no kubelet looks: 0 until registered again."""
+    tap = c.tap
+    c.watcher.stop()
+    os.unlink(os.path.join(c.registry_dir, DRIVER + "-reg.sock"))
+    m = settle_where(port, lambda s: metric(s, "rdma_cdi_kubelet_registered",
+                                            resource=DRIVER) == 0)
+    tap.ok(metric(m, "rdma_cdi_kubelet_registered", resource=DRIVER) == 0,
+           "registration socket removed: rdma_cdi_kubelet_registered 0")
+    c.watcher.start()
+    m = settle(port, m, 2, "rdma_cdi_registrations_total", resource=DRIVER, result="ok")
+    tap.ok(metric(m, "rdma_cdi_kubelet_registered", resource=DRIVER) == 1 and
+           metric(m, "rdma_cdi_registrations_total", resource=DRIVER, result="ok") == 2,
+           "the kubelet registers it again: 1, two registrations ok")
+
+
+def sc_metrics(c):
+    """--metrics-address on the DRA driver: the same endpoint and names as the bridge's,
+    values that follow the driver's events, and its own series."""
+    port = free_port()
+    d, reg, cl, pool = metrics_start(c, port)
+    metrics_health_change(c, port, pool)
+    metrics_claims(c, port, cl)
+    metrics_config(c, port, d)
+    metrics_registration_lost(c, port)
+    status, _, _ = http_get(port, "/nope")
+    c.tap.ok(status == 404, "GET /nope is 404")
+
+
+def sc_healthz(c):
+    """/healthz is answered by the driver's loop: stuck in the rename of the spec's temp
+    file, 503 while /metrics answers; released, 200 again and the driver goes on."""
+    tap = c.tap
+    port = free_port()
+    mark, release = os.path.join(c.work, "paused"), os.path.join(c.work, "release")
+    d = c.driver(["--metrics-address", "127.0.0.1:%d" % port], start=False)
+    d.start(env=spec_files.paused_writer_env(c.args.pause_rename, "rdma.example-hca.json",
+                                             mark, release))
+    deadline = time.monotonic() + 10
+    while not os.path.exists(mark) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not tap.ok(os.path.exists(mark), "the driver's loop stops at the rename of its spec "
+                  "temp", d.log_text()):
+        return
+    healthz_stuck(tap, port, "stuck DRA driver")
+    open(release, "w").close()
+    deadline, status = time.monotonic() + 10, None
+    while status != 200 and time.monotonic() < deadline:
+        status, _, body = http_get(port, "/healthz")
+    tap.ok(status == 200 and body == "ok\n", "released: /healthz 200 ok again")
+    c.registered()
+    tap.ok(c.wait_devices(lambda ds: len(ds) == 10, 10) is not None,
+           "and the driver publishes its slices")
+
+
 SCENARIOS = {
+    "metrics": sc_metrics,
+    "healthz": sc_healthz,
     "registration": sc_registration,
     "slices": sc_slices,
     "slices-wiped": sc_slices_wiped,
@@ -1178,6 +1369,7 @@ def main():
     ap.add_argument("--mksysfs")
     ap.add_argument("--proto-dir")
     ap.add_argument("--hook")
+    ap.add_argument("--pause-rename", help="tests/tools/pause-rename.c as a shared library")
     ap.add_argument("--inner-podman")
     ap.add_argument("--spec-dir")
     ap.add_argument("--out")

@@ -189,6 +189,8 @@ def sc_reg_removed(t, args, workdir, protos):
         t.ok(r and r.ok, "round %d: the watcher registers the driver again" % (i + 1), repr(r))
         t.ok(p.wait_line("registered ok", n=i + 2),
              "round %d: the callback hears of it" % (i + 1))
+        t.ok(p.wait_line("registration lost", n=i + 1),
+             "round %d: and heard of the loss before (error NULL)" % (i + 1))
     # A socket that is replaced by another socket (inode changes) is ours no more.
     os.unlink(p.dra_sock)
     t0 = time.monotonic()

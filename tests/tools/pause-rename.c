@@ -3,7 +3,10 @@
  * LD_PRELOAD shim for tests: a writer that reaches the rename of its temp file over
  * RDMA_CDI_TEST_PAUSE_RENAME (a file name) records the temp's name in
  * RDMA_CDI_TEST_PAUSE_MARK and stops there for good, so a test can SIGKILL it at exactly
- * the point a crash leaves a temp file behind. Every other rename goes through.
+ * the point a crash leaves a temp file behind. With RDMA_CDI_TEST_PAUSE_RELEASE (a path)
+ * it stops only until that file exists, then renames: a thread stuck in a system call for
+ * as long as the test wants (the daemons' loop, for their liveness probe). Every other
+ * rename goes through.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -18,6 +21,7 @@
 static void mark_and_stop(const char *tmp)
 {
 	const char *mark = getenv("RDMA_CDI_TEST_PAUSE_MARK");
+	const char *release = getenv("RDMA_CDI_TEST_PAUSE_RELEASE");
 	char part[4096];
 	int fd;
 
@@ -30,6 +34,11 @@ static void mark_and_stop(const char *tmp)
 			close(fd);
 			syscall(SYS_renameat2, AT_FDCWD, part, AT_FDCWD, mark, 0);
 		}
+	}
+	if (release) {
+		while (access(release, F_OK) != 0)
+			usleep(20000);
+		return;
 	}
 	for (;;)
 		pause();

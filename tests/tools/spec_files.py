@@ -33,3 +33,16 @@ def _replace(path, text):
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.rename(path + ".tmp", path)
+
+
+def paused_writer_env(pause_rename, spec_name, mark, release=None):
+    """The environment of a writer that stops at the rename of its spec temp
+    (tests/tools/pause-rename.c, built as pause_rename): for good, or until the file
+    release exists."""
+    env = dict(os.environ, LD_PRELOAD=pause_rename, RDMA_CDI_TEST_PAUSE_RENAME=spec_name,
+               RDMA_CDI_TEST_PAUSE_MARK=mark)
+    if release:
+        env["RDMA_CDI_TEST_PAUSE_RELEASE"] = release
+    # An ASan runtime must come first among the libraries; the shim sits before it.
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bridge/metrics: --metrics-address parsing, the exposition text the registry renders
- * (series present, values, label escaping, cumulative buckets, pools that go), updates
- * from several threads while scrapes render, and the server refusing what it must.
+ * daemon/metrics: --metrics-address parsing, the exposition text the registry renders
+ * (series present, values, label escaping, cumulative buckets, pools and devices that
+ * go, each daemon's own series), updates from several threads while scrapes render, and
+ * the server refusing what it must. /healthz against real loops: the daemons' scenarios
+ * (tests/bridge/test-kubelet.py, tests/dra/test-dra.py).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -10,9 +12,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "build-config.h"
+#include "common.h"
 #include "metrics.h"
+#include "rdma-cdi-commit.h"
 #include "../tap.h"
 
 /* The functions under test with their error's message in err ("" when none is set). */
@@ -20,16 +26,16 @@ static int parse_address(const char *s, struct sockaddr_storage *ss, socklen_t *
 			 size_t errlen)
 {
 	_cleanup_rc_error_ struct rc_error *e = NULL;
-	int r = dp_metrics_parse_address(s, ss, len, &e);
+	int r = parse_listen_address(s, ss, len, &e);
 
 	snprintf(err, errlen, "%s", e ? e->msg : "");
 	return r;
 }
 
-static int metrics_new(const char *address, struct dp_metrics **ret, char *err, size_t errlen)
+static int server_new(const char *address, struct metrics **ret, char *err, size_t errlen)
 {
 	_cleanup_rc_error_ struct rc_error *e = NULL;
-	int r = dp_metrics_new(address, "v", ret, &e);
+	int r = metrics_new(address, "bridge", NULL, ret, &e);
 
 	snprintf(err, errlen, "%s", e ? e->msg : "");
 	return r;
@@ -110,48 +116,57 @@ static double value_of(const char *text, const char *series)
 	return -1;
 }
 
-static char *render(struct dp_metrics *m)
+static char *render(struct metrics *m)
 {
 	char *text = NULL;
 	size_t len = 0;
 
-	if (dp_metrics_render(m, &text, &len) < 0 || strlen(text) != len)
+	if (metrics_render(m, &text, &len) < 0 || strlen(text) != len)
 		return NULL;
 	return text;
 }
 
 static void test_render(void)
 {
-	struct dp_metrics *m = NULL;
+	struct metrics *m = NULL;
 	char *t;
 
-	ok(dp_metrics_new(NULL, "1.2.3", &m, NULL) == 0 && m, "a registry without a server");
+	ok(metrics_new(NULL, "bridge", NULL, &m, NULL) == 0 && m, "a registry without a server");
 	if (!m)
 		return;
-	EQ_STR(dp_metrics_address(m), "", "no address without a server");
-	dp_metrics_registration(m, "rdma.example/ib", true);
-	dp_metrics_registration(m, "rdma.example/ib", false);
-	dp_metrics_call(m, "rdma.example/ib", DP_METRICS_ALLOCATE, true, 7);	   /* 7 us */
-	dp_metrics_call(m, "rdma.example/ib", DP_METRICS_ALLOCATE, false, 300000); /* 0.3 s */
-	dp_metrics_call(m, "rdma.example/ib", DP_METRICS_PREFERRED, true, 5);
-	dp_metrics_devices_begin(m);
-	dp_metrics_devices_set(m, "rdma.example/ib", 3, 1);
-	dp_metrics_devices_set(m, "we\"ird\\name\n", 1, 0);
-	dp_metrics_devices_end(m);
-	dp_metrics_rescan(m, "start", true, 1500);
-	dp_metrics_rescan(m, "hotplug", false, 0);
-	dp_metrics_rescan(m, "nonsense", true, 0);
-	dp_metrics_spec_write_failed(m);
-	dp_metrics_config_reload(m, true);
-	dp_metrics_config_reload(m, false);
-	dp_metrics_config_reload(m, false);
+	EQ_STR(metrics_address(m), "", "no address without a server");
+	metrics_registration(m, "rdma.example/ib", true);
+	metrics_registration(m, "rdma.example/ib", false);
+	metrics_call(m, "rdma.example/ib", METRICS_ALLOCATE, true, 7);	     /* 7 us */
+	metrics_call(m, "rdma.example/ib", METRICS_ALLOCATE, false, 300000); /* 0.3 s */
+	metrics_call(m, "rdma.example/ib", METRICS_PREFERRED, true, 5);
+	metrics_devices_begin(m);
+	metrics_devices_set(m, "rdma.example/ib", 3, 1);
+	metrics_devices_set(m, "we\"ird\\name\n", 1, 0);
+	metrics_devices_end(m);
+	metrics_rescan(m, "start", true, 1500);
+	metrics_rescan(m, "hotplug", false, 0);
+	metrics_rescan(m, "nonsense", true, 0);
+	metrics_spec_write_failed(m);
+	metrics_config_reload(m, true);
+	metrics_config_reload(m, false);
+	metrics_config_reload(m, false);
 	t = render(m);
 	ok(t != NULL, "renders");
 	if (!t) {
-		dp_metrics_free(m);
+		metrics_free(m);
 		return;
 	}
-	EQ_INT(value_of(t, "rdma_cdi_build_info{version=\"1.2.3\"}"), 1, "build_info");
+	{
+		char bi[256];
+
+		snprintf(bi, sizeof(bi),
+			 "rdma_cdi_build_info{daemon=\"bridge\",version=\"%s\",commit=\"%s\"}",
+			 RDMA_CDI_VERSION, RDMA_CDI_COMMIT);
+		EQ_INT(value_of(t, bi), 1, "build_info names the daemon, version and commit");
+	}
+	ok(!strstr(t, "rdma_cdi_dra_"), "a bridge has no DRA series");
+	EQ_INT(value_of(t, "rdma_cdi_config_rejected"), 1, "the last reload was refused");
 	EQ_INT(value_of(t, "rdma_cdi_devices{resource=\"rdma.example/ib\",health=\"healthy\"}"), 3,
 	       "healthy devices");
 	EQ_INT(value_of(t, "rdma_cdi_devices{resource=\"rdma.example/ib\",health=\"unhealthy\"}"),
@@ -200,9 +215,9 @@ static void test_render(void)
 	free(t);
 
 	/* A pool that is neither set nor kept in a round is gone; one kept stays. */
-	dp_metrics_devices_begin(m);
-	dp_metrics_devices_keep(m, "rdma.example/ib");
-	dp_metrics_devices_end(m);
+	metrics_devices_begin(m);
+	metrics_devices_keep(m, "rdma.example/ib");
+	metrics_devices_end(m);
 	t = render(m);
 	ok(t &&
 	       value_of(t, "rdma_cdi_devices{resource=\"rdma.example/ib\",health=\"healthy\"}") ==
@@ -213,36 +228,101 @@ static void test_render(void)
 			    "\"ok\"}") == 0,
 	   "a gone pool's counters stay");
 	free(t);
-	dp_metrics_free(m);
+	metrics_free(m);
 
 	/* NULL: every recording call is a no-op. */
-	dp_metrics_call(NULL, "x/y", DP_METRICS_ALLOCATE, true, 1);
-	dp_metrics_devices_begin(NULL);
-	dp_metrics_devices_set(NULL, "x/y", 1, 1);
-	dp_metrics_devices_end(NULL);
-	dp_metrics_rescan(NULL, "start", true, 1);
-	dp_metrics_free(NULL);
+	metrics_call(NULL, "x/y", METRICS_ALLOCATE, true, 1);
+	metrics_devices_begin(NULL);
+	metrics_devices_set(NULL, "x/y", 1, 1);
+	metrics_devices_end(NULL);
+	metrics_rescan(NULL, "start", true, 1);
+	metrics_free(NULL);
 	ok(true, "NULL registry: recording is a no-op");
+}
+
+/* The device health series: set in a round, kept with their change time, gone when not
+ * set; the DRA driver's own series; the registration gauge. */
+static void test_health(void)
+{
+	struct metrics *m = NULL;
+	char *t;
+	double since;
+
+	if (metrics_new(NULL, "dra", NULL, &m, NULL) < 0)
+		return;
+	metrics_health_begin(m);
+	metrics_health_set(m, "mlx5_0", "0000:1a:00.0", "rdma.example/ib", true, "");
+	metrics_health_set(m, "mlx5_1", "", "rdma.example/ib", false, "port 1 DOWN");
+	metrics_health_end(m);
+	metrics_kubelet_registered(m, "rdma.example", 0);
+	metrics_dra_claim(m, METRICS_PREPARE, true);
+	metrics_dra_claim(m, METRICS_PREPARE, false);
+	metrics_dra_claim(m, METRICS_UNPREPARE, true);
+	metrics_dra_slice_publish(m, false);
+	t = render(m);
+	EQ_INT(value_of(t, "rdma_cdi_device_healthy{device=\"mlx5_0\",pci=\"0000:1a:00.0\","
+			   "pool=\"rdma.example/ib\",reason=\"\"}"),
+	       1, "a healthy device: 1, no reason");
+	EQ_INT(value_of(t, "rdma_cdi_device_healthy{device=\"mlx5_1\",pci=\"\",pool=\"rdma."
+			   "example/ib\",reason=\"port 1 DOWN\"}"),
+	       0, "an unhealthy one: 0 with its reason, pci \"\" off PCI");
+	since = value_of(t, "rdma_cdi_device_health_last_change_timestamp_seconds{device="
+			    "\"mlx5_0\",pci=\"0000:1a:00.0\",pool=\"rdma.example/ib\"}");
+	ok(since > 1.7e9 && since <= (double)time(NULL), "first seen is a change: %.0f", since);
+	EQ_INT(value_of(t, "rdma_cdi_kubelet_registered{resource=\"rdma.example\"}"), 0,
+	       "not registered yet");
+	EQ_INT(value_of(t, "rdma_cdi_dra_prepare_total{result=\"ok\"}"), 1, "prepare ok");
+	EQ_INT(value_of(t, "rdma_cdi_dra_prepare_total{result=\"failed\"}"), 1, "prepare failed");
+	EQ_INT(value_of(t, "rdma_cdi_dra_unprepare_total{result=\"ok\"}"), 1, "unprepare ok");
+	EQ_INT(value_of(t, "rdma_cdi_dra_slice_publish_total{result=\"failed\"}"), 1,
+	       "slice write failed");
+	ok(t && !strstr(t, "rdma_cdi_allocate_total"), "a DRA driver has no Allocate series");
+	EQ_INT(value_of(t, "rdma_cdi_config_rejected"), 0, "no config refused");
+	free(t);
+
+	/* mlx5_0 turns unhealthy, mlx5_1 is no longer offered. */
+	sleep(1);
+	metrics_health_begin(m);
+	metrics_health_set(m, "mlx5_0", "0000:1a:00.0", "rdma.example/ib", false, "port 1 DOWN");
+	metrics_health_end(m);
+	metrics_kubelet_registered(m, "rdma.example", 1);
+	t = render(m);
+	EQ_INT(value_of(t, "rdma_cdi_device_healthy{device=\"mlx5_0\",pci=\"0000:1a:00.0\","
+			   "pool=\"rdma.example/ib\",reason=\"port 1 DOWN\"}"),
+	       0, "turned unhealthy, with the reason");
+	ok(t && !strstr(t, "reason=\"\"}") && !strstr(t, "mlx5_1"),
+	   "the old series and the device no longer offered are gone");
+	ok(value_of(t, "rdma_cdi_device_health_last_change_timestamp_seconds{device=\"mlx5_0\","
+		       "pci=\"0000:1a:00.0\",pool=\"rdma.example/ib\"}") > since,
+	   "the change is stamped");
+	EQ_INT(value_of(t, "rdma_cdi_kubelet_registered{resource=\"rdma.example\"}"), 1,
+	       "registered");
+	free(t);
+	metrics_kubelet_registered(m, "rdma.example", -1);
+	t = render(m);
+	ok(t && !strstr(t, "rdma_cdi_kubelet_registered{"), "-1 drops the series");
+	free(t);
+	metrics_free(m);
 }
 
 static void test_bounded_resources(void)
 {
-	struct dp_metrics *m = NULL;
+	struct metrics *m = NULL;
 	char name[32], *t;
 
-	if (dp_metrics_new(NULL, "v", &m, NULL) < 0)
+	if (metrics_new(NULL, "bridge", NULL, &m, NULL) < 0)
 		return;
-	for (int i = 0; i < DP_METRICS_RESOURCES_MAX + 10; i++) {
+	for (int i = 0; i < METRICS_RESOURCES_MAX + 10; i++) {
 		snprintf(name, sizeof(name), "r.example/%d", i);
-		dp_metrics_registration(m, name, true);
+		metrics_registration(m, name, true);
 	}
 	t = render(m);
-	snprintf(name, sizeof(name), "r.example/%d", DP_METRICS_RESOURCES_MAX - 1);
+	snprintf(name, sizeof(name), "r.example/%d", METRICS_RESOURCES_MAX - 1);
 	ok(t && strstr(t, name), "resources up to the bound are counted");
-	snprintf(name, sizeof(name), "r.example/%d\"", DP_METRICS_RESOURCES_MAX);
-	ok(t && !strstr(t, name), "beyond DP_METRICS_RESOURCES_MAX not");
+	snprintf(name, sizeof(name), "r.example/%d\"", METRICS_RESOURCES_MAX);
+	ok(t && !strstr(t, name), "beyond METRICS_RESOURCES_MAX not");
 	free(t);
-	dp_metrics_free(m);
+	metrics_free(m);
 }
 
 #define THREADS 4
@@ -250,22 +330,22 @@ static void test_bounded_resources(void)
 
 static void *hammer(void *arg)
 {
-	struct dp_metrics *m = arg;
+	struct metrics *m = arg;
 
 	for (int i = 0; i < CALLS; i++)
-		dp_metrics_call(m, i % 2 ? "a.example/x" : "b.example/y", DP_METRICS_ALLOCATE, true,
-				(uint64_t)i);
+		metrics_call(m, i % 2 ? "a.example/x" : "b.example/y", METRICS_ALLOCATE, true,
+			     (uint64_t)i);
 	return NULL;
 }
 
 static void test_threads(void)
 {
-	struct dp_metrics *m = NULL;
+	struct metrics *m = NULL;
 	pthread_t th[THREADS];
 	char *t;
 	bool rendered = true;
 
-	if (dp_metrics_new(NULL, "v", &m, NULL) < 0)
+	if (metrics_new(NULL, "bridge", NULL, &m, NULL) < 0)
 		return;
 	for (int i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, hammer, m);
@@ -284,12 +364,12 @@ static void test_threads(void)
 		   THREADS * CALLS,
 	   "%d threads x %d calls while scrapes render: every call counted", THREADS, CALLS);
 	free(t);
-	dp_metrics_free(m);
+	metrics_free(m);
 }
 
 static void test_server_refuses(void)
 {
-	struct dp_metrics *a = NULL, *b = NULL;
+	struct metrics *a = NULL, *b = NULL;
 	char err[256] = "";
 	int r;
 
@@ -306,26 +386,27 @@ static void test_server_refuses(void)
 	}
 	close(fd);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
-	r = metrics_new(addr, &a, err, sizeof(err));
-	ok(r == 0 && strcmp(dp_metrics_address(a), addr) == 0, "serves on %s: %s", addr, err);
-	r = metrics_new(addr, &b, err, sizeof(err));
+	r = server_new(addr, &a, err, sizeof(err));
+	ok(r == 0 && strcmp(metrics_address(a), addr) == 0, "serves on %s: %s", addr, err);
+	r = server_new(addr, &b, err, sizeof(err));
 	ok(r == -EADDRINUSE && strstr(err, addr) && strstr(err, "another process"),
 	   "the same port again: -EADDRINUSE, said so: %s", err);
-	r = metrics_new("192.0.2.1:9400", &b, err, sizeof(err));
+	r = server_new("192.0.2.1:9400", &b, err, sizeof(err));
 	ok(r == -EADDRNOTAVAIL && strstr(err, "not an address of this host"),
 	   "an address not on this host: -EADDRNOTAVAIL: %s", err);
-	r = metrics_new("nope:1", &b, err, sizeof(err));
+	r = server_new("nope:1", &b, err, sizeof(err));
 	ok(r == -EINVAL && !b, "an address that does not parse: -EINVAL");
-	dp_metrics_free(a);
-	r = metrics_new(addr, &a, err, sizeof(err));
+	metrics_free(a);
+	r = server_new(addr, &a, err, sizeof(err));
 	ok(r == 0, "freed: the port can be served again at once: %s", err);
-	dp_metrics_free(a);
+	metrics_free(a);
 }
 
 int main(void)
 {
 	test_parse_address();
 	test_render();
+	test_health();
 	test_bounded_resources();
 	test_threads();
 	test_server_refuses();
