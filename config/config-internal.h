@@ -14,6 +14,10 @@
 /* YAML nodes in one file: far more than any real config, bounds the parse tree. */
 #define CFG_NODES_MAX 100000
 
+/* A numeric define as a string literal, for messages: CFG_STR(CFG_POOLS_MAX) is "64". */
+#define CFG_STR_(x) #x
+#define CFG_STR(x) CFG_STR_(x)
+
 /* Gives c (no pools yet) the one default pool. 0 or -ENOMEM. */
 int cfg_default_pool(struct cfg *c);
 

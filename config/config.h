@@ -243,6 +243,28 @@ int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, str
  */
 const char *cfg_resource_name_problem(const char *name);
 
+/* ---- other plugins' configs (convert.c) ---------------------------------------- */
+
+/* The configs `rdma-cdi config convert --from` reads: k8s-rdma-shared-dev-plugin's and
+ * sriov-network-device-plugin's config.json. */
+enum cfg_source { CFG_SOURCE_RDMA_SHARED, CFG_SOURCE_SRIOV_DP };
+
+/* "rdma-shared" or "sriov-dp" -> *ret; -EINVAL for anything else. */
+int cfg_source_from_string(const char *s, enum cfg_source *ret);
+
+/*
+ * Converts a config.json of `from`, buf[0..len) (hostile, at most CFG_FILE_MAX bytes;
+ * filename only names it in messages), into the text of an equivalent rdma-cdi config:
+ * YAML that cfg_parse() accepts, with a `#` comment at each place where the meaning
+ * changes. *ret_text is malloc'd and NUL-terminated. Whatever has no equivalent is
+ * refused, never dropped: every refusal goes to *errors (as in cfg_parse_all: "FILE: KEY:
+ * reason", "FILE:LINE:COLUMN: reason" for a syntax error; NULL collects none), the first
+ * with their count to *err. -EFBIG, -EBADMSG (not JSON), -EINVAL (refused), -ENOMEM.
+ * Never logs.
+ */
+int cfg_convert(enum cfg_source from, const char *buf, size_t len, const char *filename,
+		char **ret_text, struct cfg_errors *errors, struct rc_error **err);
+
 /* "exclusive" / "shared". */
 const char *cfg_mode_to_string(enum cfg_mode m);
 /* "none" / "move". */

@@ -222,16 +222,13 @@ const char *cfg_resource_name_problem(const char *name)
 	return NULL;
 }
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
 /* Globs and names: printable ASCII, no '/' (never part of a name) and no space. */
 const char *cfg_pattern_problem(const char *s)
 {
 	if (!*s)
 		return "empty";
 	if (strlen(s) > CFG_PATTERN_MAX)
-		return "longer than " STR(CFG_PATTERN_MAX) " characters";
+		return "longer than " CFG_STR(CFG_PATTERN_MAX) " characters";
 	for (const char *p = s; *p; p++)
 		if (*p <= 0x20 || *p >= 0x7f || *p == '/')
 			return "printable ASCII without spaces or '/'";
