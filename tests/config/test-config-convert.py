@@ -5,8 +5,10 @@ those READMEs) and broken ones. A conversion must be accepted by `rdma-cdi confi
 a fixture node, hold the pools and selectors the source meant, and carry a comment where the
 meaning changes; what cannot be converted is refused, one line per key, naming it."""
 
+import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -16,7 +18,7 @@ import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
 
-RDMA_CDI, DATA = sys.argv[1], sys.argv[2]
+RDMA_CDI, DATA = os.path.abspath(sys.argv[1]), sys.argv[2]
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "convert")
 DGX = os.path.join(DATA, "dgx", "sys")
 SRIOV = os.path.join(DATA, "sriov", "sys")
@@ -213,6 +215,27 @@ rc, out, err = run("convert", "--from", "sriov-dp", "-", stdin=json.dumps({"Reso
 tap.ok(rc == 0 and yaml.safe_load(out)["pools"] == [
     {"resourceName": "intel.com/r", "selectors": {"vendors": ["15b3"]}}],
     "FILE - reads standard input; keys match in any case, as Go matches them", out + err)
+
+# docs/guides/migrating.md shows JSON configs with what the converter writes for them: each
+# such pair must be the converter's output, word for word.
+GUIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "guides",
+                     "migrating.md")
+blocks = re.findall(r"```(\w+)\n(.*?)```", open(GUIDE).read(), re.S)
+pairs = [(blocks[i][1], blocks[i + 1][1]) for i in range(len(blocks) - 1)
+         if blocks[i][0] == "json" and blocks[i + 1][0] == "yaml"
+         and blocks[i + 1][1].startswith("# rdma-cdi config (docs/config.md), converted")]
+tap.ok(len(pairs) == 2, "the migrating guide shows 2 conversions", len(pairs))
+for src_json, shown in pairs:
+    source = "rdma-shared" if "configList" in src_json else "sriov-dp"
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write(src_json)
+        p = subprocess.run([RDMA_CDI, "config", "convert", "--from", source, "config.json"],
+                           capture_output=True, text=True, cwd=d, timeout=60)
+    tap.ok(p.returncode == 0 and p.stdout == shown,
+           "the migrating guide's %s conversion is what convert writes" % source,
+           "".join(difflib.unified_diff(shown.splitlines(True), p.stdout.splitlines(True)))
+           + p.stderr)
 
 # ---- broken inputs -----------------------------------------------------------------------
 
