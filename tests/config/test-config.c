@@ -1299,8 +1299,6 @@ static void test_all_errors(void)
 	};
 	static const char *const syntax_want[] = {
 	    "t.yaml:3:10: invalid YAML: mapping values are not allowed in this context"};
-	char *many;
-	size_t off = 0;
 
 	all_errors(several, -EINVAL, several_want, ELEMENTSOF(several_want), 0,
 		   "t.yaml:1:10: withMad: expected true or false, got \"yes\" (and 7 more errors)",
@@ -1308,6 +1306,13 @@ static void test_all_errors(void)
 	/* A YAML syntax error ends the reading: the bad mode before it is never looked at. */
 	all_errors("pools:\n  - {resourceName: a.io/b, mode: x}\nkind: a/b: c\n", -EBADMSG,
 		   syntax_want, 1, 0, syntax_want[0], "syntax error: only it");
+}
+
+/* At most CFG_ERRORS_MAX errors are kept: the first in file order. */
+static void test_errors_bound(void)
+{
+	char *many;
+	size_t off = 0;
 
 	/* 150 bad vendor IDs: the first 100 in file order are kept, the rest counted. */
 	many = malloc(150 * 16 + 64);
@@ -1387,6 +1392,7 @@ int main(int argc, char **argv)
 	test_minimal_and_defaults();
 	test_errors();
 	test_all_errors();
+	test_errors_bound();
 	test_bounds();
 	test_glob();
 	test_equal();
