@@ -66,6 +66,8 @@ static void refuse(struct conv *v, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	r = vasprintf(&reason, fmt, ap);
 	va_end(ap);
+	if (r < 0)
+		reason = NULL; /* vasprintf leaves it undefined */
 	if (r < 0 || cfg_errors_add(v->errors,
 				    strdup_printf("%s: %s%s%s", v->file, path ? path : "",
 						  path ? ": " : "", reason),
@@ -95,7 +97,9 @@ static bool object_fields(struct conv *v, const cJSON *obj, const char *path,
 
 	for (size_t k = 0; k < n_keys; k++) {
 		vals[k] = NULL;
-		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", k ? ", " : "", keys[k]);
+		if (o < sizeof(known))
+			o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", k ? ", " : "",
+					      keys[k]);
 	}
 	if (!cJSON_IsObject(obj)) {
 		refuse(v, path, "expected a JSON object");
@@ -192,6 +196,7 @@ static void comment(struct conv *v, int indent, const char *fmt, ...)
 	r = vasprintf(&text, fmt, ap);
 	va_end(ap);
 	if (r < 0) {
+		text = NULL; /* vasprintf leaves it undefined */
 		v->oom = true;
 		return;
 	}
@@ -212,9 +217,14 @@ static void comment(struct conv *v, int indent, const char *fmt, ...)
 /* s as a YAML double-quoted string. s is checked printable ASCII, but escape anyway. */
 static void put_string(struct conv *v, const char *s)
 {
-	char buf[4 * CFG_PATTERN_MAX + 8];
+	size_t len = strlen(s), size = text_escape(NULL, 0, s, len, true) + 1;
+	_cleanup_free_ char *buf = malloc(size);
 
-	text_escape(buf, sizeof(buf), s, strlen(s), true);
+	if (!buf) {
+		v->oom = true;
+		return;
+	}
+	text_escape(buf, size, s, len, true);
 	fprintf(v->out, "\"%s\"", buf);
 }
 
