@@ -41,8 +41,8 @@ static int config_option(void *ctx, int opt, const char *arg)
 		break;
 	case OPT_FROM:
 		if (cfg_source_from_string(arg, &s) < 0)
-			return cli_usage_error("config", "--from %s: expected rdma-shared or sriov-dp",
-					       arg);
+			return cli_usage_error("config",
+					       "--from %s: expected rdma-shared or sriov-dp", arg);
 		a->from = arg;
 		break;
 	}
@@ -182,7 +182,8 @@ static const char *usage_problem(const struct config_args *a, const char *sub, c
 	if (a->strict)
 		return "--strict is an option of check, not of convert";
 	if (a->common.host_root || a->common.sysfs_root || a->common.dev_root)
-		return "convert reads no node: --host-root, --sysfs-root and --dev-root are check's";
+		return "convert reads no node: --host-root, --sysfs-root and --dev-root are "
+		       "check's";
 	if (!a->from)
 		return "convert needs --from rdma-shared or sriov-dp";
 	if (!file)

@@ -11,7 +11,6 @@
  * converter matches the same way and refuses duplicates and unknown keys instead of
  * guessing.
  */
-#include <ctype.h>
 #include <math.h>
 #include <string.h>
 #include <strings.h>
@@ -105,15 +104,14 @@ static bool object_fields(struct conv *v, const cJSON *obj, const char *path,
 		refuse(v, path, "expected a JSON object");
 		return false;
 	}
-	cJSON_ArrayForEach(it, obj)
-	{
+	cJSON_ArrayForEach (it, obj) {
 		size_t k;
 
 		for (k = 0; k < n_keys && strcasecmp(it->string, keys[k]); k++)
 			;
 		if (k == n_keys)
-			refuse(v, path, "unknown key %s (%s knows %s)", quoted(q, sizeof(q), it->string),
-			       v->src, known);
+			refuse(v, path, "unknown key %s (%s knows %s)",
+			       quoted(q, sizeof(q), it->string), v->src, known);
 		else if (vals[k])
 			refuse(v, path, "%s given twice (%s would take the last one; give it once)",
 			       keys[k], v->src);
@@ -142,8 +140,8 @@ static bool get_bool(struct conv *v, const cJSON *it, const char *path, bool *re
 }
 
 /* An integer in [min, max]; note (may be "") follows the range in the message. */
-static bool get_int(struct conv *v, const cJSON *it, const char *path, long long min,
-		    long long max, const char *note, long long *ret)
+static bool get_int(struct conv *v, const cJSON *it, const char *path, long long min, long long max,
+		    const char *note, long long *ret)
 {
 	double d = cJSON_IsNumber(it) ? it->valuedouble : NAN;
 
@@ -259,15 +257,15 @@ enum sel_kind {
 };
 
 struct sel_map {
-	const char *key;  /* the source's */
-	const char *to;	  /* rdma-cdi's */
+	const char *key; /* the source's */
+	const char *to;	 /* rdma-cdi's */
 	enum sel_kind kind;
-	const char *why;  /* K_NONE: why there is no equivalent */
+	const char *why; /* K_NONE: why there is no equivalent */
 };
 
 static const struct sel_map rs_selectors[] = {
-    {"vendors", "vendors", K_HEX, NULL},	  {"deviceIDs", "deviceIDs", K_HEX, NULL},
-    {"drivers", "drivers", K_DRIVER, NULL},	  {"ifNames", "netdevs", K_NAME, NULL},
+    {"vendors", "vendors", K_HEX, NULL},       {"deviceIDs", "deviceIDs", K_HEX, NULL},
+    {"drivers", "drivers", K_DRIVER, NULL},    {"ifNames", "netdevs", K_NAME, NULL},
     {"linkTypes", "linkLayers", K_LINK, NULL},
 };
 
@@ -296,7 +294,7 @@ static const struct sel_map sd_selectors[] = {
  * nothing in either plugin, and matches nothing in rdma-cdi. */
 static bool is_rdma_only_driver(const char *s)
 {
-	static const char *const names[] = {"mlx5_ib", "mlx4_ib", "bnxt_re", "irdma",
+	static const char *const names[] = {"mlx5_ib", "mlx4_ib", "bnxt_re",  "irdma",
 					    "i40iw",   "qedr",	  "rdma_rxe", "siw"};
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
@@ -336,17 +334,19 @@ static char *convert_item(struct conv *v, enum sel_kind kind, const char *s, con
 	case K_HEX:
 		if (strlen(s) != 4 || strspn(s, "0123456789abcdef") != 4 ||
 		    cfg_parse_hex_id(s, &id) < 0) {
-			refuse(v, ipath,
-			       "%s is no ID %s matches: it compares the text with the device's 4 "
-			       "lower-case hex digits (such as 15b3), so this value selected nothing",
-			       q, v->src);
+			refuse(
+			    v, ipath,
+			    "%s is no ID %s matches: it compares the text with the device's 4 "
+			    "lower-case hex digits (such as 15b3), so this value selected nothing",
+			    q, v->src);
 			return NULL;
 		}
 		break;
 	case K_DRIVER:
 		if (!cfg_driver_is_valid(s)) {
-			refuse(v, ipath, "%s is no driver name: up to %d characters of [A-Za-z0-9_.:-]",
-			       q, DISC_NAME_MAX - 1);
+			refuse(v, ipath,
+			       "%s is no driver name: up to %d characters of [A-Za-z0-9_.:-]", q,
+			       DISC_NAME_MAX - 1);
 			return NULL;
 		}
 		break;
@@ -392,7 +392,8 @@ static const char *kind_comment(enum sel_kind kind)
 		       "InfiniBand; a device without netdev now matches too";
 	case K_PF:
 		return "pfNames: rdma-cdi takes the VFs of these PFs only; sriov-dp also took a PF "
-		       "without VFs whose own netdev is named here (take such a PF with netdevs, in "
+		       "without VFs whose own netdev is named here (take such a PF with netdevs, "
+		       "in "
 		       "a pool of its own)";
 	default:
 		return NULL;
@@ -409,8 +410,7 @@ static void convert_list(struct conv *v, const cJSON *list, const char *path, co
 
 	if (!get_list(v, list, path))
 		return;
-	cJSON_ArrayForEach(it, list)
-	{
+	cJSON_ArrayForEach (it, list) {
 		const char *s;
 		char *c;
 
@@ -420,11 +420,12 @@ static void convert_list(struct conv *v, const cJSON *list, const char *path, co
 		if (c)
 			vals[n++] = c;
 		if (kind == K_DRIVER && c && is_rdma_only_driver(c))
-			comment(v, 6,
-				"%s is an RDMA driver, not a PCI driver: no PCI function is bound to "
-				"it, so it selected nothing in %s and selects nothing here (the PCI "
-				"driver is the NIC's, mlx5_core for ConnectX)",
-				c, v->src);
+			comment(
+			    v, 6,
+			    "%s is an RDMA driver, not a PCI driver: no PCI function is bound to "
+			    "it, so it selected nothing in %s and selects nothing here (the PCI "
+			    "driver is the NIC's, mlx5_core for ConnectX)",
+			    c, v->src);
 	}
 	if (kind_comment(kind))
 		comment(v, 6, "%s", kind_comment(kind));
@@ -439,8 +440,8 @@ static void convert_list(struct conv *v, const cJSON *list, const char *path, co
 
 /* What the selectors said about the pool beyond device selection. */
 struct sel_flags {
-	int is_rdma;  /* -1 not given, 0 false, 1 true */
-	bool unread;  /* isRdma may be in what could not be read: nothing to say about it */
+	int is_rdma; /* -1 not given, 0 false, 1 true */
+	bool unread; /* isRdma may be in what could not be read: nothing to say about it */
 	bool pf_names;
 };
 
@@ -473,8 +474,9 @@ static bool convert_selectors(struct conv *v, const cJSON *obj, const char *path
 				flags->unread = true;
 		} else if (map[k].kind == K_VHOST) {
 			if (get_bool(v, f[k], kp, &b) && b)
-				refuse(v, kp, "no equivalent: rdma-cdi hands out RDMA devices only, "
-					      "not /dev/vhost-net and /dev/net/tun");
+				refuse(v, kp,
+				       "no equivalent: rdma-cdi hands out RDMA devices only, "
+				       "not /dev/vhost-net and /dev/net/tun");
 		} else {
 			if (!any)
 				fputs("    selectors:\n", v->out);
@@ -526,7 +528,8 @@ static const char *resource_name(struct conv *v, const cJSON *prefix, const cJSO
 	}
 	for (size_t j = 0; j < v->n_names; j++)
 		if (!strcmp(v->names[j], full)) {
-			refuse(v, np, "%s is already the resource of %s[%zu]: each pool needs its own",
+			refuse(v, np,
+			       "%s is already the resource of %s[%zu]: each pool needs its own",
 			       quoted(q, sizeof(q), full), v->list_key, v->pool_of[j]);
 			return NULL;
 		}
@@ -559,7 +562,7 @@ static void undivert(struct conv *v, FILE *saved)
 enum { RS_NAME, RS_PREFIX, RS_MAX, RS_SELECTORS, RS_DEVICES, RS_N };
 
 static const char *const rs_pool_keys[RS_N] = {
-    [RS_NAME] = "resourceName", [RS_PREFIX] = "resourcePrefix", [RS_MAX] = "rdmaHcaMax",
+    [RS_NAME] = "resourceName",	  [RS_PREFIX] = "resourcePrefix", [RS_MAX] = "rdmaHcaMax",
     [RS_SELECTORS] = "selectors", [RS_DEVICES] = "devices",
 };
 
@@ -571,9 +574,10 @@ static void rs_pool_selectors(struct conv *v, const cJSON *const *f, const char 
 
 	if (!f[RS_SELECTORS] == !f[RS_DEVICES]) {
 		refuse(v, path,
-		       f[RS_DEVICES] ? "both selectors and devices: rdma-shared refuses such a pool "
-				       "(devices is the old form of selectors.ifNames)"
-				     : "neither selectors nor devices: rdma-shared refuses such a pool");
+		       f[RS_DEVICES]
+			   ? "both selectors and devices: rdma-shared refuses such a pool "
+			     "(devices is the old form of selectors.ifNames)"
+			   : "neither selectors nor devices: rdma-shared refuses such a pool");
 	} else if (f[RS_DEVICES]) {
 		snprintf(kp, sizeof(kp), "%s.devices", path);
 		fputs("    selectors:\n", v->out);
@@ -604,7 +608,8 @@ static void rs_pool(struct conv *v, const cJSON *pool, size_t i)
 	if (!f[RS_MAX])
 		refuse(v, path, "rdmaHcaMax missing (the units the pool advertises)");
 	else
-		get_int(v, f[RS_MAX], kp, 1, CFG_SHARED_SLOTS_MAX, " (it becomes sharedSlots)", &max);
+		get_int(v, f[RS_MAX], kp, 1, CFG_SHARED_SLOTS_MAX, " (it becomes sharedSlots)",
+			&max);
 	out = divert(v, &sel, &sel_size);
 	if (!out)
 		return;
@@ -619,11 +624,12 @@ static void rs_pool(struct conv *v, const cJSON *pool, size_t i)
 	fputs("  - resourceName: ", out);
 	put_string(v, name ? name : "");
 	fputs("\n    mode: shared\n", out);
-	comment(v, 4,
-		"rdmaHcaMax %lld (units for the whole pool) -> sharedSlots %lld (pods per HCA): the "
-		"same %lld pods can use every HCA of the pool, each requesting one unit per HCA. A "
-		"pool advertises at most %d units (sharedSlots x HCAs).",
-		max, max, max, CFG_POOL_IDS_MAX);
+	comment(
+	    v, 4,
+	    "rdmaHcaMax %lld (units for the whole pool) -> sharedSlots %lld (pods per HCA): the "
+	    "same %lld pods can use every HCA of the pool, each requesting one unit per HCA. A "
+	    "pool advertises at most %d units (sharedSlots x HCAs).",
+	    max, max, max, CFG_POOL_IDS_MAX);
 	fprintf(out, "    sharedSlots: %lld\n", max);
 	if (sel)
 		fwrite(sel, 1, sel_size, out);
@@ -632,10 +638,10 @@ static void rs_pool(struct conv *v, const cJSON *pool, size_t i)
 enum { SD_NAME, SD_PREFIX, SD_TYPE, SD_TOPOLOGY, SD_SELECTORS, SD_INFO, SD_RDMA, SD_OBJ, SD_N };
 
 static const char *const sd_pool_keys[SD_N] = {
-    [SD_NAME] = "resourceName",	       [SD_PREFIX] = "resourcePrefix",
-    [SD_TYPE] = "deviceType",	       [SD_TOPOLOGY] = "excludeTopology",
-    [SD_SELECTORS] = "selectors",      [SD_INFO] = "additionalInfo",
-    [SD_RDMA] = "isRdma",	       [SD_OBJ] = "SelectorObj",
+    [SD_NAME] = "resourceName",	  [SD_PREFIX] = "resourcePrefix",
+    [SD_TYPE] = "deviceType",	  [SD_TOPOLOGY] = "excludeTopology",
+    [SD_SELECTORS] = "selectors", [SD_INFO] = "additionalInfo",
+    [SD_RDMA] = "isRdma",	  [SD_OBJ] = "SelectorObj",
 };
 
 /* The keys of an sriov-dp pool besides its name and selectors. */
@@ -660,8 +666,9 @@ static void sd_pool_options(struct conv *v, const cJSON *const *f, const char *p
 		       "no equivalent: rdma-cdi gives a container RDMA_CDI_DEVICES (and with "
 		       "ncclEnv the NCCL and UCX selections), no extra information");
 	if (f[SD_OBJ] && !cJSON_IsNull(f[SD_OBJ]))
-		refuse(v, kp[SD_OBJ], "only null converts (an internal field of sriov-dp's own "
-				      "output)");
+		refuse(v, kp[SD_OBJ],
+		       "only null converts (an internal field of sriov-dp's own "
+		       "output)");
 	/* The pool-level isRdma of older sriov-dp files (docs/rdma/configMap.yaml). */
 	if (f[SD_RDMA] && get_bool(v, f[SD_RDMA], kp[SD_RDMA], &b))
 		flags->is_rdma = b;
@@ -716,11 +723,12 @@ static void sd_pool(struct conv *v, const cJSON *pool, size_t i)
 		sd_pool_selectors(v, f[SD_SELECTORS], path, &flags);
 	undivert(v, out);
 	if (flags.is_rdma != 1 && !flags.unread)
-		refuse(v, path,
-		       "%s: sriov-dp hands this pool's devices out as network devices without "
-		       "RDMA, and rdma-cdi hands out RDMA devices only (leave the pool with sriov-dp "
-		       "and take it out of the file to convert)",
-		       flags.is_rdma ? "no isRdma: true" : "isRdma is false");
+		refuse(
+		    v, path,
+		    "%s: sriov-dp hands this pool's devices out as network devices without "
+		    "RDMA, and rdma-cdi hands out RDMA devices only (leave the pool with sriov-dp "
+		    "and take it out of the file to convert)",
+		    flags.is_rdma ? "no isRdma: true" : "isRdma is false");
 
 	if (!f[SD_PREFIX])
 		comment(v, 2,
@@ -760,25 +768,29 @@ static void convert_pools(struct conv *v, const cJSON *list,
 	}
 	if (n <= 0 || n > CFG_POOLS_MAX) {
 		refuse(v, v->list_key,
-		       n < 0	? "expected a list of pools"
-		       : n == 0 ? "empty list: no pool to convert"
-				: "more than " CFG_STR(CFG_POOLS_MAX) " pools (rdma-cdi takes at most "
-								  "that many)");
+		       n < 0 ? "expected a list of pools"
+		       : n == 0
+			   ? "empty list: no pool to convert"
+			   : "more than " CFG_STR(CFG_POOLS_MAX) " pools (rdma-cdi takes at most "
+								 "that many)");
 		return;
 	}
 	fputs("pools:\n", v->out);
-	cJSON_ArrayForEach(it, list) pool(v, it, i++);
+	cJSON_ArrayForEach (it, list)
+		pool(v, it, i++);
 }
 
 static void write_header(struct conv *v)
 {
 	_cleanup_free_ char *file = escape_untrusted(v->file);
 
-	comment(v, 0, "rdma-cdi config (docs/config.md), converted by rdma-cdi config convert from "
-		      "the %s config %s.",
+	comment(v, 0,
+		"rdma-cdi config (docs/config.md), converted by rdma-cdi config convert from "
+		"the %s config %s.",
 		v->src, file ? file : "?");
-	comment(v, 0, "A comment marks each place where the meaning changes: read them, then check "
-		      "the result on a node with rdma-cdi config check FILE.");
+	comment(v, 0,
+		"A comment marks each place where the meaning changes: read them, then check "
+		"the result on a node with rdma-cdi config check FILE.");
 	comment(v, 0,
 		"%s gave each pod the umadN and issmN of its devices too (and ucmN, which current "
 		"kernels no longer have): withMad keeps them. Verbs programs and NCCL need "
@@ -797,11 +809,12 @@ static void rs_document(struct conv *v, const cJSON *root)
 		return;
 	write_header(v);
 	if (f[0] && get_int(v, f[0], keys[0], 0, INT32_MAX, "", &secs))
-		comment(v, 0,
-			"periodicUpdateInterval %lld: nothing to set. rdma-cdi sees devices come and "
-			"go at once and rescans port state every 5 s (the daemons' "
-			"--rescan-interval).",
-			secs);
+		comment(
+		    v, 0,
+		    "periodicUpdateInterval %lld: nothing to set. rdma-cdi sees devices come and "
+		    "go at once and rescans port state every 5 s (the daemons' "
+		    "--rescan-interval).",
+		    secs);
 	convert_pools(v, f[1], rs_pool);
 }
 
@@ -824,8 +837,8 @@ static int json_fail(struct conv *v, const char *buf, size_t len, size_t off, in
 	unsigned line, col;
 
 	text_position(buf, len, off, &line, &col);
-	if (cfg_errors_add(v->errors, strdup_printf("%s:%u:%u: %s", v->file, line, col, what),
-			   line, col) < 0)
+	if (cfg_errors_add(v->errors, strdup_printf("%s:%u:%u: %s", v->file, line, col, what), line,
+			   col) < 0)
 		v->oom = true;
 	return r;
 }

@@ -156,7 +156,8 @@ static int map_fields(const struct ydoc *x, const struct ydoc_node *map, const c
 		if (key->type != YDOC_SCALAR || ydoc_is_null(key))
 			continue;
 		for (k = 0; k < n_keys; k++)
-			if (knodes[k] == key || (knodes[k] && !strcmp(knodes[k]->value, key->value)))
+			if (knodes[k] == key ||
+			    (knodes[k] && !strcmp(knodes[k]->value, key->value)))
 				break;
 		if (k == n_keys && (r = keep(x, unknown_key(x, key, path, keys, n_keys))) < 0)
 			return r;
@@ -598,7 +599,8 @@ static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const cha
 		snprintf(kp[i], sizeof(kp[i]), "%s.%s", path, pool_keys[i]);
 
 	if (!v[POOL_RESOURCE])
-		r = fail(x, n, path, "resourceName missing (the kubelet resource, e.g. rdma.example/ib)");
+		r = fail(x, n, path,
+			 "resourceName missing (the kubelet resource, e.g. rdma.example/ib)");
 	else
 		r = parse_pool_resource(x, v[POOL_RESOURCE], kp[POOL_RESOURCE], p);
 	if (r == 0)
@@ -744,8 +746,8 @@ static int parse_document(const struct ydoc *x, const struct ydoc_node *root, st
 	for (size_t i = 0; i < TOP_N; i++) {
 		if (!v[i])
 			continue;
-		r = keep(x, i == TOP_POOLS ? parse_pools(x, v[i], c) : parse_setting(x, i, v[i], c));
-		if (r < 0)
+		r = i == TOP_POOLS ? parse_pools(x, v[i], c) : parse_setting(x, i, v[i], c);
+		if ((r = keep(x, r)) < 0)
 			return r;
 	}
 	return 0;

@@ -48,11 +48,13 @@ static const char rs_seed[] =
 
 static const char sd_seed[] =
     "{\"resourceList\": [\n"
-    " {\"resourceName\": \"mlnx_rdma\", \"resourcePrefix\": \"mellanox.com\", \"isRdma\": true,\n"
-    "  \"deviceType\": \"netDevice\", \"excludeTopology\": true, \"SelectorObj\": null,\n"
-    "  \"selectors\": [{\"vendors\": [\"15b3\"], \"devices\": [\"1018\"], \"drivers\": [\"mlx5_ib\"],\n"
-    "  \"pfNames\": [\"ens1f0\"], \"pciAddresses\": [\"0000:3b:00.2\"], \"needVhostNet\": false}]},\n"
-    " {\"resourceName\": \"ib\", \"selectors\": {\"linkTypes\": [\"ether\"], \"isRdma\": true}}]}\n";
+    " {\"resourceName\": \"mlnx_rdma\", \"resourcePrefix\": \"mellanox.com\",\n"
+    "  \"isRdma\": true, \"deviceType\": \"netDevice\", \"excludeTopology\": true,\n"
+    "  \"SelectorObj\": null, \"selectors\": [{\"vendors\": [\"15b3\"],\n"
+    "  \"devices\": [\"1018\"], \"drivers\": [\"mlx5_ib\"], \"pfNames\": [\"ens1f0\"],\n"
+    "  \"pciAddresses\": [\"0000:3b:00.2\"], \"needVhostNet\": false}]},\n"
+    " {\"resourceName\": \"ib\", \"selectors\": {\"linkTypes\": [\"ether\"], \"isRdma\": "
+    "true}}]}\n";
 
 static const char punct[] = "[]{},:-*&!?#'\"\\\n \t0aZ~|>%@`";
 

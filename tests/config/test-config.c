@@ -1293,9 +1293,9 @@ static void test_all_errors(void)
 	    "t.yaml:8:18: pools[0].sharedSlots: must be between 1 and 1000, got 0",
 	    "t.yaml:9:19: pools[1].resourceName: \"rdma.example/ib\" is already the resource of "
 	    "pools[0] (line 3): each pool needs its own",
-	    "t.yaml:10:7: kind: invalid CDI kind \"nokind\": expected vendor/class, each at least 2 "
-	    "characters of letters, digits, '_', '-' (and '.' in the vendor), starting with a "
-	    "letter",
+	    "t.yaml:10:7: kind: invalid CDI kind \"nokind\": expected vendor/class, each at "
+	    "least 2 characters of letters, digits, '_', '-' (and '.' in the vendor), starting "
+	    "with a letter",
 	};
 	static const char *const syntax_want[] = {
 	    "t.yaml:3:10: invalid YAML: mapping values are not allowed in this context"};
@@ -1318,7 +1318,8 @@ static void test_errors_bound(void)
 	many = malloc(150 * 16 + 64);
 	if (!many)
 		abort();
-	off += (size_t)sprintf(many, "pools:\n- resourceName: a.io/p\n  selectors:\n    vendors:\n");
+	off += (size_t)sprintf(many,
+			       "pools:\n- resourceName: a.io/p\n  selectors:\n    vendors:\n");
 	for (int i = 0; i < 150; i++)
 		off += (size_t)sprintf(many + off, "    - zz\n");
 	{

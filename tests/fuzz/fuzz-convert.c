@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_assert(!strncmp(err->msg, "fuzz.json", 9));
 	fuzz_assert(r == -ENOMEM || errs.n >= 1);
 	for (size_t i = 0; i < errs.n; i++)
-		fuzz_assert(!strncmp(errs.v[i].msg, "fuzz.json", 9) && !strchr(errs.v[i].msg, '\n'));
+		fuzz_assert(!strncmp(errs.v[i].msg, "fuzz.json", 9) &&
+			    !strchr(errs.v[i].msg, '\n'));
 	cfg_errors_clear(&errs);
 	return 0;
 }
