@@ -391,10 +391,10 @@ static const char *kind_comment(enum sel_kind kind)
 		       "layer of the RDMA ports): ether is Ethernet (RoCE), infiniband is "
 		       "InfiniBand; a device without netdev now matches too";
 	case K_PF:
-		return "pfNames: rdma-cdi takes the VFs of these PFs only; sriov-dp also took a PF "
-		       "without VFs whose own netdev is named here (take such a PF with netdevs, "
-		       "in "
-		       "a pool of its own)";
+		return "pfNames: rdma-cdi takes the VFs of these PFs only, and only when the PF is "
+		       "itself an RDMA device of the node; sriov-dp also took a PF without VFs "
+		       "whose own netdev is named here (take such a PF with netdevs, in a pool of "
+		       "its own)";
 	default:
 		return NULL;
 	}
@@ -742,9 +742,9 @@ static void sd_pool(struct conv *v, const cJSON *pool, size_t i)
 			path);
 	if (!flags.pf_names)
 		comment(v, 2,
-			"%s: sriov-dp never took a PF that has VFs; rdma-cdi takes every device "
-			"the selectors match, such PFs too (vf: true under selectors takes VFs "
-			"only).",
+			"%s: sriov-dp never took a PF that has VFs, nor a device whose netdev "
+			"carries the default route; rdma-cdi takes every device the selectors "
+			"match, those too (vf: true under selectors takes VFs only).",
 			path);
 	fputs("  - resourceName: ", out);
 	put_string(v, name ? name : "");
@@ -797,6 +797,12 @@ static void write_header(struct conv *v)
 		"neither; withMad: false gives uverbsN and rdma_cm only.",
 		v->src);
 	fputs("withMad: true\n", v->out);
+	if (v->from == CFG_SOURCE_SRIOV_DP)
+		comment(
+		    v, 0,
+		    "sriov-dp set PCIDEVICE_<PREFIX>_<NAME> to the PCI addresses a container "
+		    "got; rdma-cdi sets RDMA_CDI_DEVICES to their RDMA device names instead (and "
+		    "with ncclEnv: true on a pool, NCCL_IB_HCA and UCX_NET_DEVICES).");
 }
 
 static void rs_document(struct conv *v, const cJSON *root)

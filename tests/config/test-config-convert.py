@@ -173,7 +173,9 @@ converts("sriov-dp README, RDMA pools", "sriov-dp", [
      "selectors": {"linkLayers": ["InfiniBand"]}}],
     ["mlx5_ib is an RDMA driver, not a PCI driver", LINK,
      "no resourcePrefix, so sriov-dp's default intel.com",
-     "sriov-dp never took a PF that has VFs"], path="sriov-dp-readme-rdma.json",
+     "sriov-dp never took a PF that has VFs, nor a device whose netdev carries the default "
+     "route", "sriov-dp set PCIDEVICE_<PREFIX>_<NAME> to the PCI addresses a container got; "
+     "rdma-cdi sets RDMA_CDI_DEVICES"], path="sriov-dp-readme-rdma.json",
     report=["warning: pool mellanox.com/mlnx_sriov_rdma matches no usable device",
             "pool intel.com/infiniband_rdma_netdevs: exclusive, 8 HCAs"])
 # docs/rdma/configMap.yaml: isRdma on the pool, as older sriov-dp files have it.
@@ -192,7 +194,8 @@ converts("sriov-dp RoCE VFs", "sriov-dp", [
     {"resourceName": "example.com/mlnx_sriov_rdma",
      "selectors": {"vendors": ["15b3"], "deviceIDs": ["101e"], "drivers": ["mlx5_core"],
                    "pfNames": ["enp59s0f0np0"]}}],
-    ["pfNames: rdma-cdi takes the VFs of these PFs only"],
+    ["pfNames: rdma-cdi takes the VFs of these PFs only, and only when the PF is itself an "
+     "RDMA device of the node"],
     text=json.dumps({"resourceList": [{
         "resourcePrefix": "example.com", "resourceName": "mlnx_sriov_rdma",
         "selectors": [{"vendors": ["15b3"], "devices": ["101e"], "drivers": ["mlx5_core"],
