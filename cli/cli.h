@@ -31,6 +31,7 @@ enum {
 	EXIT_USAGE = 2,
 	EXIT_NO_DEVICE = 3,
 	EXIT_LIST_PROBLEMS = 4,
+	EXIT_CONFIG_UNMATCHED = 5, /* config check --strict: a pool gets no device */
 };
 
 struct cli_command {

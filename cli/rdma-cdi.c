@@ -8,7 +8,8 @@
  *
  * Exit status: 0 success; 1 failure (the cause is printed); 2 bad usage;
  * 3 no usable RDMA device (nothing written, an existing spec is left in place);
- * 4 `list` found invalid spec files or conflicting device names.
+ * 4 `list` found invalid spec files or conflicting device names; 5 `config check
+ * --strict` found a pool that gets no device on this node.
  */
 #include <string.h>
 
@@ -29,7 +30,8 @@ static const struct cli_command commands[] = {
      "run the kubelet device plugin"},
     {"dra", cmd_dra, "rdma-cdi-dra", RDMA_CDI_HAVE_DRA,
      "run the kubelet DRA driver (resource.k8s.io/v1)"},
-    {"config", cmd_config, NULL, true, "check a config file: rdma-cdi config check FILE"},
+    {"config", cmd_config, NULL, true,
+     "check a config file, or convert another plugin's into one"},
     {"doctor", cmd_doctor, NULL, true,
      "check that RDMA works here, and how to fix what does not"},
     {"help", cmd_help, NULL, true, "show the help of a command: rdma-cdi help COMMAND"},
@@ -63,7 +65,8 @@ static void usage(FILE *f)
 		   "'rdma-cdi COMMAND --help' or 'rdma-cdi help COMMAND' shows a command's "
 		   "options.\n"
 		   "Exit status: 0 success, 1 failure, 2 bad usage, 3 no usable RDMA device,\n"
-		   "4 list found invalid spec files or conflicting names.\n");
+		   "4 list found invalid spec files or conflicting names, 5 config check\n"
+		   "--strict found a pool that gets no device.\n");
 }
 
 static const struct cli_command *find_command(const char *name)

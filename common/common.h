@@ -203,6 +203,10 @@ const char *text_quote(char *buf, size_t size, const char *s, size_t len);
 /* True when s[0..len) is non-empty and text_escape leaves it as it is: valid UTF-8 with no
  * control character (C0, DEL, C1). */
 bool text_is_printable(const char *s, size_t len);
+/* The 1-based line and column (in UTF-8 characters) of byte off of buf[0..len), for
+ * messages about a parser's error offset. */
+void text_position(const char *buf, size_t len, size_t off, unsigned *ret_line,
+		   unsigned *ret_column);
 
 /*
  * Escapes s[0..len) as the inside of a JSON string, the way cJSON does and more: \" \\

@@ -331,3 +331,20 @@ char *json_print(const struct cJSON *j)
 		json_escape_mode(out, n + 1, raw, len, false);
 	return out;
 }
+
+void text_position(const char *buf, size_t len, size_t off, unsigned *ret_line,
+		   unsigned *ret_column)
+{
+	unsigned line = 1, col = 1;
+
+	for (size_t i = 0; i < off && i < len; i++) {
+		if (buf[i] == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
+			col++;
+		}
+	}
+	*ret_line = line;
+	*ret_column = col;
+}

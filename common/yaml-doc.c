@@ -101,21 +101,6 @@ struct loader {
 	const struct ydoc_limits *lim;
 };
 
-/* 1-based line and column of a byte offset. */
-static void offset_position(const struct loader *l, size_t off, unsigned *line, unsigned *col)
-{
-	*line = 1;
-	*col = 1;
-	for (size_t i = 0; i < off && i < l->len; i++) {
-		if (l->buf[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else if (((unsigned char)l->buf[i] & 0xc0) != 0x80) {
-			(*col)++;
-		}
-	}
-}
-
 static int yaml_fail(const struct loader *l, const yaml_parser_t *p)
 {
 	unsigned line = (unsigned)p->problem_mark.line + 1,
@@ -125,7 +110,7 @@ static int yaml_fail(const struct loader *l, const yaml_parser_t *p)
 	if (p->error == YAML_MEMORY_ERROR)
 		return fail_at(l->d, -ENOMEM, 0, 0, l->lim->path, "out of memory");
 	if (p->error == YAML_READER_ERROR)
-		offset_position(l, p->problem_offset, &line, &col);
+		text_position(l->buf, l->len, p->problem_offset, &line, &col);
 	if (p->context)
 		return fail_at(l->d, -EBADMSG, line, col, l->lim->path,
 			       "invalid YAML: %s, %s starting at line %u", problem, p->context,

@@ -124,7 +124,8 @@ struct cfg {
  * only names the file in messages (NULL = "<config>"). An empty file, or one with only
  * comments, gives the defaults (as cfg_default). Returns 0 and a new *ret, or with one
  * line in err: -EBADMSG (YAML syntax), -EINVAL (not a valid config), -EFBIG (len over
- * CFG_FILE_MAX), -ENOMEM. Never logs.
+ * CFG_FILE_MAX), -ENOMEM. The line is the first error in file order; when the file has
+ * several, it ends with their count (cfg_parse_all lists them). Never logs.
  *
  * Strictness (see docs/config.md): unknown and duplicate keys, anchors, aliases, tags,
  * several documents and empty selector lists are errors; a list key takes a YAML list
@@ -135,6 +136,36 @@ int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **re
 	      struct rc_error **err);
 
 /*
+ * Every error of one file, for `rdma-cdi config check` and `config convert`: cfg_parse()
+ * and cfg_load() go on after an error where the rest of the file can still be read (the
+ * next key, list item or pool) and collect what they find. Kept in file order (LINE,
+ * then COLUMN; errors without a position in the order found), at most CFG_ERRORS_MAX;
+ * n_more counts those beyond. A YAML syntax error ends the reading: it is the last one.
+ */
+#define CFG_ERRORS_MAX 100
+struct cfg_error {
+	char *msg;	       /* one line, as in rc_error: "FILE:LINE:COLUMN: KEY: reason" */
+	unsigned line, column; /* 1-based; 0 when the message names no position */
+};
+struct cfg_errors {
+	struct cfg_error *v;
+	size_t n;
+	size_t n_more;
+};
+
+/* Frees what e holds and empties it (e itself is the caller's); NULL is fine. */
+void cfg_errors_clear(struct cfg_errors *e);
+
+/*
+ * cfg_parse(), and on failure every error it found in *errors (which must be empty on
+ * entry; NULL to collect none). *err then holds the first error in file order, followed
+ * by " (and N more errors)" when there are more: the daemons log that one line. Never
+ * logs.
+ */
+int cfg_parse_all(const char *buf, size_t len, const char *filename, struct cfg **ret,
+		  struct cfg_errors *errors, struct rc_error **err);
+
+/*
  * Reads path (at most CFG_FILE_MAX bytes, symlinks followed as a ConfigMap volume needs,
  * anything but a regular file refused without blocking) and parses it. -ENOENT when the
  * file does not exist (err says so): the caller then uses cfg_default(). Other read
@@ -142,6 +173,10 @@ int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **re
  * come with one line in err. Never logs.
  */
 int cfg_load(const char *path, struct cfg **ret, struct rc_error **err);
+/* cfg_load() with every parse error in *errors, as cfg_parse_all(); a file that cannot be
+ * read leaves *errors empty (err says why). */
+int cfg_load_all(const char *path, struct cfg **ret, struct cfg_errors *errors,
+		 struct rc_error **err);
 
 /* The config of a node without a file: nothing set, one default pool (see struct cfg).
  * 0 or -ENOMEM. */
@@ -214,6 +249,28 @@ int cfg_report(const struct cfg *c, const struct disc_node *node, FILE *out, str
  * the bridge's --resource uses it too.
  */
 const char *cfg_resource_name_problem(const char *name);
+
+/* ---- other plugins' configs (convert.c) ---------------------------------------- */
+
+/* The configs `rdma-cdi config convert --from` reads: k8s-rdma-shared-dev-plugin's and
+ * sriov-network-device-plugin's config.json. */
+enum cfg_source { CFG_SOURCE_RDMA_SHARED, CFG_SOURCE_SRIOV_DP };
+
+/* "rdma-shared" or "sriov-dp" -> *ret; -EINVAL for anything else. */
+int cfg_source_from_string(const char *s, enum cfg_source *ret);
+
+/*
+ * Converts a config.json of `from`, buf[0..len) (hostile, at most CFG_FILE_MAX bytes;
+ * filename only names it in messages), into the text of an equivalent rdma-cdi config:
+ * YAML that cfg_parse() accepts, with a `#` comment at each place where the meaning
+ * changes. *ret_text is malloc'd and NUL-terminated. Whatever has no equivalent is
+ * refused, never dropped: every refusal goes to *errors (as in cfg_parse_all: "FILE: KEY:
+ * reason", "FILE:LINE:COLUMN: reason" for a syntax error; NULL collects none), the first
+ * with their count to *err. -EFBIG, -EBADMSG (not JSON), -EINVAL (refused), -ENOMEM.
+ * Never logs.
+ */
+int cfg_convert(enum cfg_source from, const char *buf, size_t len, const char *filename,
+		char **ret_text, struct cfg_errors *errors, struct rc_error **err);
 
 /* "exclusive" / "shared". */
 const char *cfg_mode_to_string(enum cfg_mode m);

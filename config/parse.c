@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cdi.h"
@@ -12,6 +13,52 @@
 #include "yaml-doc.h"
 
 #define fail(x, n, path, ...) ydoc_fail((x), -EINVAL, (n), (path), __VA_ARGS__)
+
+/*
+ * One parse. Every check reports through x (ydoc_fail into cur, as one rc_error); keep()
+ * then moves that error to the list, so that the parse goes on with the next key, item or
+ * pool and a file's errors are all found in one run. x comes first: the functions below
+ * get only x, and keep() finds the rest from it.
+ */
+struct parser {
+	struct ydoc x;
+	struct rc_error *cur;
+	struct cfg_errors *errors;
+};
+_Static_assert(offsetof(struct parser, x) == 0, "keep() casts x to its parser");
+
+/* "FILE:LINE:COLUMN: ..." -> LINE and COLUMN; 0 for a message without them. */
+static void msg_position(const char *file, const char *msg, unsigned *line, unsigned *column)
+{
+	size_t n = strlen(file);
+
+	*line = *column = 0;
+	if (strncmp(msg, file, n) != 0 || msg[n] != ':' ||
+	    sscanf(msg + n + 1, "%u:%u:", line, column) != 2)
+		*line = *column = 0;
+}
+
+/* Moves the error in p->cur (set by a failed check) to the list. 0 or -ENOMEM. */
+static int record(struct parser *p)
+{
+	unsigned line = 0, column = 0;
+	/* A check that failed without saying why would be a bug: still an error. */
+	char *msg = p->cur ? strdup(p->cur->msg) : strdup_printf("%s: invalid config", p->x.file);
+
+	if (msg)
+		msg_position(p->x.file, msg, &line, &column);
+	rc_error_freep(&p->cur);
+	return cfg_errors_add(p->errors, msg, line, column);
+}
+
+/*
+ * After a check returned r: an invalid value (-EINVAL) is recorded and the caller goes on
+ * (0); anything else (-ENOMEM) ends the parse and is returned.
+ */
+static int keep(const struct ydoc *x, int r)
+{
+	return r == -EINVAL ? record((struct parser *)x) : r;
+}
 
 /* A scalar string (plain or quoted, not empty/null), at most max bytes, no NUL. */
 static int get_string(const struct ydoc *x, const struct ydoc_node *n, const char *path, size_t max,
@@ -59,20 +106,43 @@ static size_t edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
+/* An unknown key: the error names the nearest known one, or them all. */
+static int unknown_key(const struct ydoc *x, const struct ydoc_node *key, const char *path,
+		       const char *const *keys, size_t n_keys)
+{
+	char q[96], known[512];
+	size_t best = 0, best_d = (size_t)-1, o = 0;
+
+	for (size_t k = 0; k < n_keys; k++) {
+		size_t d = edit_distance(key->value, keys[k]);
+
+		if (d < best_d) {
+			best_d = d;
+			best = k;
+		}
+	}
+	text_quote(q, sizeof(q), key->value, key->len);
+	if (best_d <= 2 && best_d < strlen(keys[best]))
+		return fail(x, key, path, "unknown key %s (did you mean %s?)", q, keys[best]);
+	for (size_t k = 0; k < n_keys; k++)
+		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", k ? ", " : "", keys[k]);
+	return fail(x, key, path, "unknown key %s (known keys: %s)", q, known);
+}
+
 /*
- * Checks map (a mapping of string keys, each once) against keys[]: an unknown key is an
+ * Checks map (a mapping of string keys, each once) against keys[]: each unknown key is an
  * error naming the nearest known one. Returns each known key's value in vals[] and key
- * node in knodes[] (NULL: absent).
+ * node in knodes[] (NULL: absent). Errors in the keys are kept (keep()) and the known keys
+ * still read; only a value that is no mapping at all fails.
  */
 static int map_fields(const struct ydoc *x, const struct ydoc_node *map, const char *path,
 		      const char *const *keys, size_t n_keys, const struct ydoc_node **vals,
 		      const struct ydoc_node **knodes)
 {
-	char q[96], known[512];
 	int r;
 
 	r = ydoc_map(x, map, path);
-	if (r < 0)
+	if (r < 0 && (map->type != YDOC_MAP || (r = keep(x, r)) < 0))
 		return r;
 	for (size_t k = 0; k < n_keys; k++) {
 		knodes[k] = NULL;
@@ -80,29 +150,17 @@ static int map_fields(const struct ydoc *x, const struct ydoc_node *map, const c
 	}
 	for (size_t i = 0; i + 1 < map->n_kids; i += 2) {
 		const struct ydoc_node *key = map->kids[i];
-		size_t k, best = 0, best_d = (size_t)-1, o = 0;
+		size_t k;
 
-		for (k = 0; k < n_keys; k++)
-			if (knodes[k] == key)
-				break;
-		if (k < n_keys)
+		/* ydoc_map() reported a key that is not a string. */
+		if (key->type != YDOC_SCALAR || ydoc_is_null(key))
 			continue;
-		for (k = 0; k < n_keys; k++) {
-			size_t d = edit_distance(key->value, keys[k]);
-
-			if (d < best_d) {
-				best_d = d;
-				best = k;
-			}
-		}
-		text_quote(q, sizeof(q), key->value, key->len);
-		if (best_d <= 2 && best_d < strlen(keys[best]))
-			return fail(x, key, path, "unknown key %s (did you mean %s?)", q,
-				    keys[best]);
 		for (k = 0; k < n_keys; k++)
-			o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s", k ? ", " : "",
-					      keys[k]);
-		return fail(x, key, path, "unknown key %s (known keys: %s)", q, known);
+			if (knodes[k] == key ||
+			    (knodes[k] && !strcmp(knodes[k]->value, key->value)))
+				break;
+		if (k == n_keys && (r = keep(x, unknown_key(x, key, path, keys, n_keys))) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -166,16 +224,25 @@ const char *cfg_resource_name_problem(const char *name)
 }
 
 /* Globs and names: printable ASCII, no '/' (never part of a name) and no space. */
-static bool pattern_is_valid(const char *s)
+const char *cfg_pattern_problem(const char *s)
 {
-	for (; *s; s++)
-		if (*s <= 0x20 || *s >= 0x7f || *s == '/')
-			return false;
-	return true;
+	if (!*s)
+		return "empty";
+	if (strlen(s) > CFG_PATTERN_MAX)
+		return "longer than " CFG_STR(CFG_PATTERN_MAX) " characters";
+	for (const char *p = s; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f || *p == '/')
+			return "printable ASCII without spaces or '/'";
+	return cfg_glob_problem(s);
+}
+
+bool cfg_driver_is_valid(const char *s)
+{
+	return name_is_safe(s, DISC_NAME_MAX - 1);
 }
 
 /* 1..4 hex digits, optional 0x, not 0 (discovery's "unknown"). */
-static int parse_hex_id(const char *s, unsigned *ret)
+int cfg_parse_hex_id(const char *s, unsigned *ret)
 {
 	unsigned v = 0;
 	size_t n = 0;
@@ -215,9 +282,10 @@ static const char *link_layer_normalise(const char *s)
 enum str_rule { STR_PATTERN, STR_DRIVER, STR_LINK_LAYER };
 
 /*
- * A selector list: each item parsed by item() into its slot of a calloc'd array of
- * elem-byte slots. *ret gets the array as soon as it exists and *ret_n counts the items
- * parsed, so cfg_free() frees what an error leaves behind.
+ * A selector list: each item parsed by item() into the next slot of a calloc'd array of
+ * elem-byte slots; an item in error is kept (keep()) and skipped. *ret gets the array as
+ * soon as it exists and *ret_n counts the items parsed, so cfg_free() frees what an error
+ * leaves behind.
  */
 static int parse_list(const struct ydoc *x, const struct ydoc_node *n, const char *path,
 		      size_t elem,
@@ -238,10 +306,11 @@ static int parse_list(const struct ydoc *x, const struct ydoc_node *n, const cha
 	*ret = v;
 	for (size_t i = 0; i < n->n_kids; i++) {
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
-		r = item(x, n->kids[i], ipath, data, v + i * elem);
-		if (r < 0)
+		r = item(x, n->kids[i], ipath, data, v + *ret_n * elem);
+		if (r == 0)
+			(*ret_n)++;
+		else if ((r = keep(x, r)) < 0)
 			return r;
-		(*ret_n)++;
 	}
 	return 0;
 }
@@ -260,15 +329,12 @@ static int str_item(const struct ydoc *x, const struct ydoc_node *it, const char
 	text_quote(q, sizeof(q), s, it->len);
 	switch (rule) {
 	case STR_PATTERN:
-		if (!pattern_is_valid(s))
-			return fail(x, it, ipath,
-				    "invalid pattern %s: printable ASCII without spaces or '/'", q);
-		why = cfg_glob_problem(s);
+		why = cfg_pattern_problem(s);
 		if (why)
 			return fail(x, it, ipath, "invalid pattern %s: %s", q, why);
 		break;
 	case STR_DRIVER:
-		if (!name_is_safe(s, DISC_NAME_MAX - 1))
+		if (!cfg_driver_is_valid(s))
 			return fail(x, it, ipath,
 				    "invalid driver name %s: up to %d characters of "
 				    "[A-Za-z0-9_.:-]",
@@ -295,7 +361,7 @@ static int hex_item(const struct ydoc *x, const struct ydoc_node *it, const char
 	r = get_string(x, it, ipath, CFG_PATTERN_MAX, &s);
 	if (r < 0)
 		return r;
-	if (parse_hex_id(s, slot) < 0)
+	if (cfg_parse_hex_id(s, slot) < 0)
 		return fail(x, it, ipath,
 			    "invalid %s %s: expected 1 to 4 hex digits such as 15b3, "
 			    "optionally with 0x, not 0",
@@ -363,67 +429,64 @@ static const char *const selector_keys[SEL_N] = {
     [SEL_NUMA_NODES] = "numaNodes",
 };
 
+static int parse_selector(const struct ydoc *x, const struct ydoc_node *v, const char *path,
+			  size_t key, struct cfg_selectors *s)
+{
+	void *nodes = NULL;
+	bool b;
+	int r;
+
+	switch (key) {
+	case SEL_LINK_LAYERS:
+		return parse_str_list(x, v, path, STR_LINK_LAYER, &s->link_layers,
+				      &s->n_link_layers);
+	case SEL_VENDORS:
+		return parse_hex_list(x, v, path, "vendor ID", &s->vendors, &s->n_vendors);
+	case SEL_DEVICE_IDS:
+		return parse_hex_list(x, v, path, "device ID", &s->device_ids, &s->n_device_ids);
+	case SEL_DRIVERS:
+		return parse_str_list(x, v, path, STR_DRIVER, &s->drivers, &s->n_drivers);
+	case SEL_NAMES:
+		return parse_str_list(x, v, path, STR_PATTERN, &s->names, &s->n_names);
+	case SEL_NETDEVS:
+		return parse_str_list(x, v, path, STR_PATTERN, &s->netdevs, &s->n_netdevs);
+	case SEL_PCI_ADDRESSES:
+		return parse_str_list(x, v, path, STR_PATTERN, &s->pci_addresses,
+				      &s->n_pci_addresses);
+	case SEL_PF_NAMES:
+		return parse_str_list(x, v, path, STR_PATTERN, &s->pf_names, &s->n_pf_names);
+	case SEL_VF:
+		r = ydoc_bool(x, v, path, false, &b);
+		if (r == 0)
+			s->vf = b;
+		return r;
+	case SEL_NUMA_NODES:
+		r = parse_list(x, v, path, sizeof(int), numa_item, NULL, &nodes, &s->n_numa_nodes);
+		s->numa_nodes = nodes;
+		return r;
+	}
+	return 0;
+}
+
 static int parse_selectors(const struct ydoc *x, const struct ydoc_node *n, const char *path,
 			   struct cfg_selectors *s)
 {
 	const struct ydoc_node *v[SEL_N], *k[SEL_N];
-	char p[SEL_N][160];
+	char p[160];
 	int r;
 
 	r = map_fields(x, n, path, selector_keys, SEL_N, v, k);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < SEL_N; i++)
-		snprintf(p[i], sizeof(p[i]), "%s.%s", path, selector_keys[i]);
-
-	if (v[SEL_LINK_LAYERS] &&
-	    (r = parse_str_list(x, v[SEL_LINK_LAYERS], p[SEL_LINK_LAYERS], STR_LINK_LAYER,
-				&s->link_layers, &s->n_link_layers)) < 0)
-		return r;
-	if (v[SEL_VENDORS] && (r = parse_hex_list(x, v[SEL_VENDORS], p[SEL_VENDORS], "vendor ID",
-						  &s->vendors, &s->n_vendors)) < 0)
-		return r;
-	if (v[SEL_DEVICE_IDS] &&
-	    (r = parse_hex_list(x, v[SEL_DEVICE_IDS], p[SEL_DEVICE_IDS], "device ID",
-				&s->device_ids, &s->n_device_ids)) < 0)
-		return r;
-	if (v[SEL_DRIVERS] && (r = parse_str_list(x, v[SEL_DRIVERS], p[SEL_DRIVERS], STR_DRIVER,
-						  &s->drivers, &s->n_drivers)) < 0)
-		return r;
-	if (v[SEL_NAMES] && (r = parse_str_list(x, v[SEL_NAMES], p[SEL_NAMES], STR_PATTERN,
-						&s->names, &s->n_names)) < 0)
-		return r;
-	if (v[SEL_NETDEVS] && (r = parse_str_list(x, v[SEL_NETDEVS], p[SEL_NETDEVS], STR_PATTERN,
-						  &s->netdevs, &s->n_netdevs)) < 0)
-		return r;
-	if (v[SEL_PCI_ADDRESSES] &&
-	    (r = parse_str_list(x, v[SEL_PCI_ADDRESSES], p[SEL_PCI_ADDRESSES], STR_PATTERN,
-				&s->pci_addresses, &s->n_pci_addresses)) < 0)
-		return r;
-	if (v[SEL_PF_NAMES] && (r = parse_str_list(x, v[SEL_PF_NAMES], p[SEL_PF_NAMES], STR_PATTERN,
-						   &s->pf_names, &s->n_pf_names)) < 0)
-		return r;
-	if (v[SEL_VF]) {
-		bool b;
-
-		r = ydoc_bool(x, v[SEL_VF], p[SEL_VF], false, &b);
-		if (r < 0)
-			return r;
-		s->vf = b;
-	}
-	if (v[SEL_NUMA_NODES]) {
-		void *nodes = NULL;
-
-		r = parse_list(x, v[SEL_NUMA_NODES], p[SEL_NUMA_NODES], sizeof(int), numa_item,
-			       NULL, &nodes, &s->n_numa_nodes);
-		s->numa_nodes = nodes;
-		if (r < 0)
+	for (size_t i = 0; i < SEL_N; i++) {
+		snprintf(p, sizeof(p), "%s.%s", path, selector_keys[i]);
+		if (v[i] && (r = keep(x, parse_selector(x, v[i], p, i, s))) < 0)
 			return r;
 	}
 	/* pfNames selects VFs: "vf: false" with it can never match anything. */
-	if (v[SEL_PF_NAMES] && v[SEL_VF] && s->vf == 0)
-		return fail(x, v[SEL_VF], p[SEL_VF],
-			    "false contradicts pfNames, which selects VFs only");
+	snprintf(p, sizeof(p), "%s.%s", path, selector_keys[SEL_VF]);
+	if (v[SEL_PF_NAMES] && s->vf == 0)
+		return fail(x, v[SEL_VF], p, "false contradicts pfNames, which selects VFs only");
 	return 0;
 }
 
@@ -467,12 +530,63 @@ static int parse_pool_netns(const struct ydoc *x, const struct ydoc_node *n, con
 	return 0;
 }
 
+static int parse_pool_resource(const struct ydoc *x, const struct ydoc_node *n,
+			       const char *path, struct cfg_pool *p)
+{
+	const char *s = NULL, *why;
+	char q[96];
+	int r;
+
+	r = get_string(x, n, path, 253 + 1 + 63, &s);
+	if (r < 0)
+		return r;
+	why = cfg_resource_name_problem(s);
+	if (why)
+		return fail(x, n, path, "invalid resource name %s: %s",
+			    text_quote(q, sizeof(q), s, n->len), why);
+	p->resource_name = strdup(s);
+	return p->resource_name ? 0 : -ENOMEM;
+}
+
+/* mode and sharedSlots, which only make sense together. */
+static int parse_pool_mode(const struct ydoc *x, const struct ydoc_node *const *v,
+			   const struct ydoc_node *const *k, char (*kp)[96], struct cfg_pool *p)
+{
+	long long slots;
+	int w = 0, r = 0;
+
+	if (v[POOL_MODE])
+		r = parse_word2(x, v[POOL_MODE], kp[POOL_MODE], "exclusive", "shared", &w);
+	p->mode = w ? CFG_MODE_SHARED : CFG_MODE_EXCLUSIVE;
+	if (r < 0) {
+		/* An invalid mode is one error: none about sharedSlots on top of it. */
+		if ((r = keep(x, r)) < 0 || !v[POOL_SLOTS])
+			return r;
+		return ydoc_int(x, v[POOL_SLOTS], kp[POOL_SLOTS], 1, CFG_SHARED_SLOTS_MAX, &slots);
+	}
+	if (v[POOL_SLOTS] && p->mode != CFG_MODE_SHARED)
+		return fail(x, k[POOL_SLOTS], kp[POOL_SLOTS],
+			    "only valid with mode: shared (an exclusive pool gives each HCA to one "
+			    "pod)");
+	if (!v[POOL_SLOTS] && p->mode == CFG_MODE_SHARED)
+		return fail(x, v[POOL_MODE], kp[POOL_SLOTS],
+			    "required with mode: shared (pods per HCA, 1 to %d)",
+			    CFG_SHARED_SLOTS_MAX);
+	if (!v[POOL_SLOTS])
+		return 0;
+	r = ydoc_int(x, v[POOL_SLOTS], kp[POOL_SLOTS], 1, CFG_SHARED_SLOTS_MAX, &slots);
+	if (r == 0)
+		p->shared_slots = (unsigned)slots;
+	return r;
+}
+
+/* One pool; its errors are kept (keep()) key by key. *ret_resource: the resourceName
+ * node when the name is valid. */
 static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const char *path,
 		      struct cfg_pool *p, const struct ydoc_node **ret_resource)
 {
 	const struct ydoc_node *v[POOL_N], *k[POOL_N];
-	char kp[POOL_N][96], q[96];
-	const char *s = NULL, *why;
+	char kp[POOL_N][96];
 	int r;
 
 	p->sel.vf = -1;
@@ -485,62 +599,47 @@ static int parse_pool(const struct ydoc *x, const struct ydoc_node *n, const cha
 		snprintf(kp[i], sizeof(kp[i]), "%s.%s", path, pool_keys[i]);
 
 	if (!v[POOL_RESOURCE])
-		return fail(x, n, path,
-			    "resourceName missing (the kubelet resource, e.g. "
-			    "rdma.example/ib)");
-	r = get_string(x, v[POOL_RESOURCE], kp[POOL_RESOURCE], 253 + 1 + 63, &s);
-	if (r < 0)
+		r = fail(x, n, path,
+			 "resourceName missing (the kubelet resource, e.g. rdma.example/ib)");
+	else
+		r = parse_pool_resource(x, v[POOL_RESOURCE], kp[POOL_RESOURCE], p);
+	if (r == 0)
+		*ret_resource = v[POOL_RESOURCE];
+	if ((r = keep(x, r)) < 0 || (r = keep(x, parse_pool_mode(x, v, k, kp, p))) < 0)
 		return r;
-	why = cfg_resource_name_problem(s);
-	if (why)
-		return fail(x, v[POOL_RESOURCE], kp[POOL_RESOURCE], "invalid resource name %s: %s",
-			    text_quote(q, sizeof(q), s, v[POOL_RESOURCE]->len), why);
-	p->resource_name = strdup(s);
-	if (!p->resource_name)
-		return -ENOMEM;
-	*ret_resource = v[POOL_RESOURCE];
-
-	p->mode = CFG_MODE_EXCLUSIVE;
-	if (v[POOL_MODE]) {
-		int w;
-
-		r = parse_word2(x, v[POOL_MODE], kp[POOL_MODE], "exclusive", "shared", &w);
-		if (r < 0)
-			return r;
-		p->mode = w ? CFG_MODE_SHARED : CFG_MODE_EXCLUSIVE;
-	}
-	if (v[POOL_SLOTS]) {
-		long long slots;
-
-		if (p->mode != CFG_MODE_SHARED)
-			return fail(
-			    x, k[POOL_SLOTS], kp[POOL_SLOTS],
-			    "only valid with mode: shared (an exclusive pool gives each HCA "
-			    "to one pod)");
-		r = ydoc_int(x, v[POOL_SLOTS], kp[POOL_SLOTS], 1, CFG_SHARED_SLOTS_MAX, &slots);
-		if (r < 0)
-			return r;
-		p->shared_slots = (unsigned)slots;
-	} else if (p->mode == CFG_MODE_SHARED) {
-		return fail(x, v[POOL_MODE], kp[POOL_SLOTS],
-			    "required with mode: shared (pods per HCA, 1 to %d)",
-			    CFG_SHARED_SLOTS_MAX);
-	}
 	if (v[POOL_NCCL] &&
-	    (r = ydoc_bool(x, v[POOL_NCCL], kp[POOL_NCCL], false, &p->nccl_env)) < 0)
+	    (r = keep(x, ydoc_bool(x, v[POOL_NCCL], kp[POOL_NCCL], false, &p->nccl_env))) < 0)
 		return r;
-	if (v[POOL_NETNS] && (r = parse_pool_netns(x, v[POOL_NETNS], kp[POOL_NETNS], p)) < 0)
+	if (v[POOL_NETNS] &&
+	    (r = keep(x, parse_pool_netns(x, v[POOL_NETNS], kp[POOL_NETNS], p))) < 0)
 		return r;
-	if (v[POOL_SELECTORS] &&
-	    (r = parse_selectors(x, v[POOL_SELECTORS], kp[POOL_SELECTORS], &p->sel)) < 0)
-		return r;
+	if (v[POOL_SELECTORS])
+		return parse_selectors(x, v[POOL_SELECTORS], kp[POOL_SELECTORS], &p->sel);
+	return 0;
+}
+
+/* pools[i]'s resourceName (node res) against the pools before it. */
+static int check_unique(const struct ydoc *x, const struct cfg *c, size_t i,
+			const struct ydoc_node *res)
+{
+	const char *name = c->pools[i].resource_name;
+	char path[64], q[96];
+
+	for (size_t j = 0; j < i; j++)
+		if (c->pools[j].resource_name && !strcmp(c->pools[j].resource_name, name)) {
+			snprintf(path, sizeof(path), "pools[%zu].resourceName", i);
+			return fail(x, res, path,
+				    "%s is already the resource of pools[%zu] (line %u): each pool "
+				    "needs its own",
+				    text_quote(q, sizeof(q), name, strlen(name)), j,
+				    c->pools[j].line);
+		}
 	return 0;
 }
 
 static int parse_pools(const struct ydoc *x, const struct ydoc_node *n, struct cfg *c)
 {
-	const struct ydoc_node *res[CFG_POOLS_MAX];
-	char path[64], q[96];
+	char path[64];
 	int r;
 
 	if (n->type != YDOC_SEQ)
@@ -555,24 +654,18 @@ static int parse_pools(const struct ydoc *x, const struct ydoc_node *n, struct c
 	c->pools = calloc(n->n_kids, sizeof(*c->pools));
 	if (!c->pools)
 		return -ENOMEM;
+	c->pools_set = true;
 	for (size_t i = 0; i < n->n_kids; i++) {
+		const struct ydoc_node *res = NULL;
+
 		snprintf(path, sizeof(path), "pools[%zu]", i);
 		c->n_pools++;
-		r = parse_pool(x, n->kids[i], path, &c->pools[i], &res[i]);
+		r = keep(x, parse_pool(x, n->kids[i], path, &c->pools[i], &res));
+		if (r == 0 && res)
+			r = keep(x, check_unique(x, c, i, res));
 		if (r < 0)
 			return r;
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(c->pools[j].resource_name, c->pools[i].resource_name)) {
-				snprintf(path, sizeof(path), "pools[%zu].resourceName", i);
-				return fail(x, res[i], path,
-					    "%s is already the resource of pools[%zu] (line %u): "
-					    "each pool needs its own",
-					    text_quote(q, sizeof(q), c->pools[i].resource_name,
-						       strlen(c->pools[i].resource_name)),
-					    j, c->pools[j].line);
-			}
 	}
-	c->pools_set = true;
 	return 0;
 }
 
@@ -591,11 +684,55 @@ static int set_string(char **dst, const char *s)
 	return *dst ? 0 : -ENOMEM;
 }
 
+/* One top-level setting but pools: checked, and stored in c. */
+static int parse_setting(const struct ydoc *x, size_t key, const struct ydoc_node *v,
+			 struct cfg *c)
+{
+	const char *name = top_keys[key], *s = NULL;
+	char q[96];
+	bool b;
+	int r;
+
+	if (key == TOP_WITH_MAD) {
+		r = ydoc_bool(x, v, name, false, &b);
+		if (r == 0)
+			c->with_mad = b;
+		return r;
+	}
+	r = get_string(x, v, name, key == TOP_KIND ? CDI_KIND_MAX
+				   : key == TOP_SPEC_DIR ? CFG_PATH_MAX
+							 : 64,
+		       &s);
+	if (r < 0)
+		return r;
+	text_quote(q, sizeof(q), s, v->len);
+	switch (key) {
+	case TOP_KIND:
+		if (!cdi_kind_is_valid(s))
+			return fail(x, v, name,
+				    "invalid CDI kind %s: expected vendor/class, each at least 2 "
+				    "characters of letters, digits, '_', '-' (and '.' in the "
+				    "vendor), starting with a letter",
+				    q);
+		return set_string(&c->kind, s);
+	case TOP_SPEC_DIR:
+		if (s[0] != '/')
+			return fail(x, v, name, "must be an absolute path, got %s", q);
+		return set_string(&c->spec_dir, s);
+	case TOP_MEMLOCK:
+		if (parse_memlock(s, &(rlim_t){0}) < 0)
+			return fail(x, v, name,
+				    "expected unlimited or a positive byte count with an optional "
+				    "K, M or G suffix, got %s",
+				    q);
+		return set_string(&c->memlock, s);
+	}
+	return 0;
+}
+
 static int parse_document(const struct ydoc *x, const struct ydoc_node *root, struct cfg *c)
 {
 	const struct ydoc_node *v[TOP_N], *k[TOP_N];
-	char q[96];
-	const char *s = NULL;
 	int r;
 
 	if (root->type != YDOC_MAP)
@@ -606,89 +743,78 @@ static int parse_document(const struct ydoc *x, const struct ydoc_node *root, st
 	r = map_fields(x, root, NULL, top_keys, TOP_N, v, k);
 	if (r < 0)
 		return r;
-	if (v[TOP_KIND]) {
-		r = get_string(x, v[TOP_KIND], "kind", CDI_KIND_MAX, &s);
-		if (r < 0)
-			return r;
-		if (!cdi_kind_is_valid(s))
-			return fail(x, v[TOP_KIND], "kind",
-				    "invalid CDI kind %s: expected vendor/class, each at least 2 "
-				    "characters of letters, digits, '_', '-' (and '.' in the "
-				    "vendor), starting with a letter",
-				    text_quote(q, sizeof(q), s, v[TOP_KIND]->len));
-		if ((r = set_string(&c->kind, s)) < 0)
+	for (size_t i = 0; i < TOP_N; i++) {
+		if (!v[i])
+			continue;
+		r = i == TOP_POOLS ? parse_pools(x, v[i], c) : parse_setting(x, i, v[i], c);
+		if ((r = keep(x, r)) < 0)
 			return r;
 	}
-	if (v[TOP_SPEC_DIR]) {
-		r = get_string(x, v[TOP_SPEC_DIR], "specDir", CFG_PATH_MAX, &s);
-		if (r < 0)
-			return r;
-		if (s[0] != '/')
-			return fail(x, v[TOP_SPEC_DIR], "specDir",
-				    "must be an absolute path, got %s",
-				    text_quote(q, sizeof(q), s, v[TOP_SPEC_DIR]->len));
-		if ((r = set_string(&c->spec_dir, s)) < 0)
-			return r;
-	}
-	if (v[TOP_WITH_MAD]) {
-		bool b;
+	return 0;
+}
 
-		r = ydoc_bool(x, v[TOP_WITH_MAD], "withMad", false, &b);
-		if (r < 0)
-			return r;
-		c->with_mad = b;
+/* The parse proper, into c. An error that ends it (size, syntax, anchors) is returned
+ * with its message in p->cur; the others are in p->errors. */
+static int parse_into(struct parser *p, const char *buf, size_t len, struct cfg *c)
+{
+	static const struct ydoc_limits lim = {
+	    .max_depth = CFG_DEPTH_MAX, .max_nodes = CFG_NODES_MAX, .what = "a config"};
+	_cleanup_(ydoc_node_freep) struct ydoc_node *root = NULL;
+	int r;
+
+	if (len > CFG_FILE_MAX)
+		return ydoc_fail(&p->x, -EFBIG, NULL, NULL, "larger than %d bytes", CFG_FILE_MAX);
+	r = ydoc_load(&p->x, buf, len, &lim, &root);
+	if (r < 0)
+		return r;
+	/* No document, or an empty one ("---" alone, "~"): every default. */
+	if (root && !ydoc_is_null(root))
+		return keep(&p->x, parse_document(&p->x, root, c));
+	return 0;
+}
+
+int cfg_parse_all(const char *buf, size_t len, const char *filename, struct cfg **ret,
+		  struct cfg_errors *errors, struct rc_error **err)
+{
+	struct cfg_errors mine = {};
+	struct parser p = {.x.file = filename ? filename : "<config>", .errors = errors ?: &mine};
+	_cleanup_(cfg_freep) struct cfg *c = NULL;
+	int r = -ENOMEM;
+
+	p.x.err = &p.cur;
+	c = calloc(1, sizeof(*c));
+	if (c) {
+		c->with_mad = -1;
+		r = parse_into(&p, buf, len, c);
+		if (r < 0 && r != -ENOMEM && record(&p) < 0)
+			r = -ENOMEM;
+		if (r == 0 && p.errors->n > 0)
+			r = -EINVAL;
+		if (r == 0 && !c->pools_set && cfg_default_pool(c) < 0)
+			r = -ENOMEM;
 	}
-	if (v[TOP_MEMLOCK]) {
-		r = get_string(x, v[TOP_MEMLOCK], "memlock", 64, &s);
-		if (r < 0)
-			return r;
-		if (parse_memlock(s, &(rlim_t){0}) < 0)
-			return fail(x, v[TOP_MEMLOCK], "memlock",
-				    "expected unlimited or a positive byte count with an optional "
-				    "K, M or G suffix, got %s",
-				    text_quote(q, sizeof(q), s, v[TOP_MEMLOCK]->len));
-		if ((r = set_string(&c->memlock, s)) < 0)
-			return r;
+	rc_error_freep(&p.cur);
+	if (r == -ENOMEM) {
+		cfg_errors_clear(p.errors);
+		return rc_error_set(err, r, "%s: out of memory", p.x.file);
 	}
-	if (v[TOP_POOLS])
-		return parse_pools(x, v[TOP_POOLS], c);
+	if (r < 0) {
+		cfg_errors_summary(p.errors, r, err);
+		cfg_errors_clear(&mine);
+		return r;
+	}
+	*ret = TAKE_PTR(c);
 	return 0;
 }
 
 int cfg_parse(const char *buf, size_t len, const char *filename, struct cfg **ret,
 	      struct rc_error **err)
 {
-	static const struct ydoc_limits lim = {
-	    .max_depth = CFG_DEPTH_MAX, .max_nodes = CFG_NODES_MAX, .what = "a config"};
-	const struct ydoc x = {.file = filename ? filename : "<config>", .err = err};
-	_cleanup_(ydoc_node_freep) struct ydoc_node *root = NULL;
-	_cleanup_(cfg_freep) struct cfg *c = NULL;
-	int r;
-
-	if (len > CFG_FILE_MAX)
-		return ydoc_fail(&x, -EFBIG, NULL, NULL, "larger than %d bytes", CFG_FILE_MAX);
-	r = ydoc_load(&x, buf, len, &lim, &root);
-	if (r < 0)
-		return r;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return ydoc_fail(&x, -ENOMEM, NULL, NULL, "out of memory");
-	c->with_mad = -1;
-	/* No document, or an empty one ("---" alone, "~"): every default. */
-	if (root && !ydoc_is_null(root)) {
-		r = parse_document(&x, root, c);
-		if (r == -ENOMEM)
-			return ydoc_fail(&x, -ENOMEM, NULL, NULL, "out of memory");
-		if (r < 0)
-			return r;
-	}
-	if (!c->pools_set && cfg_default_pool(c) < 0)
-		return ydoc_fail(&x, -ENOMEM, NULL, NULL, "out of memory");
-	*ret = TAKE_PTR(c);
-	return 0;
+	return cfg_parse_all(buf, len, filename, ret, NULL, err);
 }
 
-int cfg_load(const char *path, struct cfg **ret, struct rc_error **err)
+int cfg_load_all(const char *path, struct cfg **ret, struct cfg_errors *errors,
+		 struct rc_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -701,5 +827,10 @@ int cfg_load(const char *path, struct cfg **ret, struct rc_error **err)
 		return rc_error_set(err, r, "%s: not a regular file", path);
 	if (r < 0)
 		return rc_error_wrap(err, r, "%s", path);
-	return cfg_parse(buf, len, path, ret, err);
+	return cfg_parse_all(buf, len, path, ret, errors, err);
+}
+
+int cfg_load(const char *path, struct cfg **ret, struct rc_error **err)
+{
+	return cfg_load_all(path, ret, NULL, err);
 }

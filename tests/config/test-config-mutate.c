@@ -3,8 +3,10 @@
  * Hostile files: 50000 seeded random mutations of a full config (bytes replaced,
  * inserted, deleted; YAML punctuation favoured). Whatever the parser gets, it returns
  * 0 or -EINVAL/-EBADMSG, an error is exactly one "FILE:LINE:COLUMN: " line pointing into
- * the file, and an accepted file assigns and reports on a fixture node. Under ASan this
- * is the memory-safety net for the parser.
+ * the file, and an accepted file assigns and reports on a fixture node. Then 20000
+ * mutations each of an rdma-shared and an sriov-dp config.json through the converter:
+ * 0, -EINVAL or -EBADMSG, every error one line naming the file, and every conversion a
+ * config the parser accepts. Under ASan this is the memory-safety net for both.
  * Usage: test-config-mutate TESTS_DATA_DIR (TAP on stdout).
  */
 #include <errno.h>
@@ -15,7 +17,7 @@
 #include "../tap.h"
 #include "config.h"
 
-static const char seed[] = "kind: rdma.example/hca\n"
+static const char cfg_seed[] = "kind: rdma.example/hca\n"
 			   "specDir: /var/run/cdi\n"
 			   "withMad: false\n"
 			   "memlock: 64M\n"
@@ -36,6 +38,24 @@ static const char seed[] = "kind: rdma.example/hca\n"
 			   "  - {resourceName: a.io/vf, selectors: {pfNames: [ens1f0], vf: true}}\n"
 			   "  - resourceName: a.io/rest\n";
 
+static const char rs_seed[] =
+    "{\"periodicUpdateInterval\": 300, \"configList\": [\n"
+    " {\"resourceName\": \"hca_a\", \"resourcePrefix\": \"example.com\", \"rdmaHcaMax\": 1000,\n"
+    "  \"devices\": [\"ib0\", \"ib1\"]},\n"
+    " {\"resourceName\": \"hca_b\", \"rdmaHcaMax\": 500, \"selectors\": {\"vendors\": [\"15b3\"],\n"
+    "  \"deviceIDs\": [\"1017\"], \"drivers\": [\"mlx5_core\"], \"ifNames\": [\"ib3\", \"ib*\"],\n"
+    "  \"linkTypes\": [\"infiniband\"]}}]}\n";
+
+static const char sd_seed[] =
+    "{\"resourceList\": [\n"
+    " {\"resourceName\": \"mlnx_rdma\", \"resourcePrefix\": \"mellanox.com\",\n"
+    "  \"isRdma\": true, \"deviceType\": \"netDevice\", \"excludeTopology\": true,\n"
+    "  \"SelectorObj\": null, \"selectors\": [{\"vendors\": [\"15b3\"],\n"
+    "  \"devices\": [\"1018\"], \"drivers\": [\"mlx5_ib\"], \"pfNames\": [\"ens1f0\"],\n"
+    "  \"pciAddresses\": [\"0000:3b:00.2\"], \"needVhostNet\": false}]},\n"
+    " {\"resourceName\": \"ib\", \"selectors\": {\"linkTypes\": [\"ether\"], \"isRdma\": "
+    "true}}]}\n";
+
 static const char punct[] = "[]{},:-*&!?#'\"\\\n \t0aZ~|>%@`";
 
 /* Deterministic across libcs, unlike rand(). */
@@ -49,7 +69,7 @@ static unsigned next(unsigned n)
 	return (unsigned)(rng % n);
 }
 
-static size_t mutate(char *buf, size_t cap)
+static size_t mutate(const char *seed, char *buf, size_t cap)
 {
 	size_t len = strlen(seed);
 	unsigned n = 1 + next(3);
@@ -92,6 +112,51 @@ static unsigned count_lines(const char *buf, size_t len)
 	return n;
 }
 
+/* One converter result against the contract; false when it breaks it. */
+static bool convert_ok(int r, const char *text, const struct cfg_errors *errs,
+		       const struct rc_error *e)
+{
+	struct cfg *c = NULL;
+	bool good;
+
+	if (r == 0) {
+		good = text && errs->n == 0 && cfg_parse(text, strlen(text), "out", &c, NULL) == 0;
+		cfg_free(c);
+		return good;
+	}
+	if ((r != -EINVAL && r != -EBADMSG) || errs->n == 0 || !e || strncmp(e->msg, "f:", 2))
+		return false;
+	for (size_t i = 0; i < errs->n; i++)
+		if (strncmp(errs->v[i].msg, "f:", 2) || strchr(errs->v[i].msg, '\n'))
+			return false;
+	return true;
+}
+
+static void test_convert(enum cfg_source from, const char *seed, const char *what)
+{
+	size_t converted = 0, bad = 0;
+
+	for (int it = 0; it < 20000; it++) {
+		_cleanup_rc_error_ struct rc_error *e = NULL;
+		struct cfg_errors errs = {};
+		char buf[4096], *text = NULL;
+		size_t len = mutate(seed, buf, sizeof(buf));
+		int r = cfg_convert(from, buf, len, "f", &text, &errs, &e);
+
+		converted += r == 0;
+		if (!convert_ok(r, text, &errs, e) && bad++ < 5)
+			printf("#   r = %d (%s) for: %.*s\n", r, rc_error_msg(e, r), (int)len, buf);
+		free(text);
+		cfg_errors_clear(&errs);
+	}
+	ok(bad == 0, "%s: every conversion parses, every refusal is one line per error naming "
+		     "the file (%zu not)",
+	   what, bad);
+	/* Both sides must be exercised, or the check above proves nothing. */
+	ok(converted > 500 && converted < 19000, "%s: converted %zu of 20000 mutated files", what,
+	   converted);
+}
+
 int main(int argc, char **argv)
 {
 	struct disc_options o = {.dev_root = "/nonexistent-rdma-cdi-dev"};
@@ -118,7 +183,7 @@ int main(int argc, char **argv)
 		_cleanup_rc_error_ struct rc_error *e = NULL;
 		char buf[4096];
 		const char *err;
-		size_t len = mutate(buf, sizeof(buf));
+		size_t len = mutate(cfg_seed, buf, sizeof(buf));
 		struct cfg *c = NULL;
 		struct cfg_assignment *a = NULL;
 		unsigned line = 0, col = 0;
@@ -154,5 +219,7 @@ int main(int argc, char **argv)
 	ok(accepted > 1000 && accepted < 45000, "accepted %zu of 50000 mutated files", accepted);
 	fclose(devnull);
 	disc_node_free(node);
+	test_convert(CFG_SOURCE_RDMA_SHARED, rs_seed, "rdma-shared");
+	test_convert(CFG_SOURCE_SRIOV_DP, sd_seed, "sriov-dp");
 	return tap_done();
 }

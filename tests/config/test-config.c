@@ -237,7 +237,7 @@ static const struct bad bads[] = {
      "deviceIDs, drivers, names, netdevs, pciAddresses, pfNames, vf, numaNodes)"},
     {"duplicate top key", "withMad: true\nkind: aa/bb\nwithMad: false\n", -EINVAL,
      "t.yaml:3:1: duplicate key withMad (first at line 1, column 1)"},
-    {"duplicate pool key", POOL "    mode: shared\n    mode: exclusive\n", -EINVAL,
+    {"duplicate pool key", POOL "    mode: exclusive\n    mode: shared\n", -EINVAL,
      "t.yaml:4:5: pools[0]: duplicate key mode (first at line 3, column 5)"},
     /* types */
     {"string where a bool is", "withMad: \"true\"\n", -EINVAL,
@@ -362,7 +362,7 @@ static const struct bad bads[] = {
      "t.yaml:2:3: pools: expected a list of pools, got a mapping"},
     {"pool not a mapping", "pools: [rdma.example/ib]\n", -EINVAL,
      "t.yaml:1:9: pools[0]: expected a mapping, got a scalar"},
-    {"resourceName missing", "pools:\n  - mode: shared\n", -EINVAL,
+    {"resourceName missing", "pools:\n  - mode: exclusive\n", -EINVAL,
      "t.yaml:2:5: pools[0]: resourceName missing (the kubelet resource, e.g. "
      "rdma.example/ib)"},
     {"resource name without domain", "pools:\n  - resourceName: ib\n", -EINVAL,
@@ -490,8 +490,10 @@ static void test_bounds(void)
 	ok(cfg_parse(crlf, strlen(crlf), "t.yaml", &c, &e) == -EINVAL, "CRLF file");
 	EQ_STR(tap_err(&e), "t.yaml:3:9: pools[0].mode: expected exclusive or shared, got \"x\"",
 	       "CRLF positions");
+	/* Two errors: the misspelt key, and the pool then lacks its resourceName. */
 	parse_err("pools:\n- ResourceName: a.io/b\n", -EINVAL,
-		  "t.yaml:2:3: pools[0]: unknown key \"ResourceName\" (did you mean resourceName?)",
+		  "t.yaml:2:3: pools[0]: unknown key \"ResourceName\" (did you mean resourceName?) "
+		  "(and 1 more error)",
 		  "key in the wrong case");
 
 	/* err NULL is fine; without a file name the message says <config>. */
@@ -1242,6 +1244,115 @@ static void test_report(void)
 	disc_node_free(big);
 }
 
+/* ---- every error of a file --------------------------------------------------------- */
+
+/* cfg_parse_all on yaml: the number of errors, each message compared with want[] (in
+ * file order), and the one-line summary the daemons log. */
+static void all_errors(const char *yaml, int want_r, const char *const *want, size_t n_want,
+		       size_t want_more, const char *want_summary, const char *what)
+{
+	struct cfg_errors errs = {};
+	struct cfg *c = NULL;
+	struct rc_error *e = NULL;
+	int r = cfg_parse_all(yaml, strlen(yaml), "t.yaml", &c, &errs, &e);
+
+	ok(r == want_r && !c, "%s: fails with %d (got %d)", what, want_r, r);
+	if (!ok(errs.n == n_want && errs.n_more == want_more, "%s: %zu errors kept, %zu more", what,
+		n_want, want_more))
+		printf("#   got %zu and %zu more\n", errs.n, errs.n_more);
+	for (size_t i = 0; i < errs.n && i < n_want; i++)
+		if (!ok(!strcmp(errs.v[i].msg, want[i]), "%s: error %zu", what, i))
+			printf("#   want: %s\n#   got:  %s\n", want[i], errs.v[i].msg);
+	EQ_STR(tap_err(&e), want_summary, what);
+	cfg_errors_clear(&errs);
+	cfg_free(c);
+}
+
+static void test_all_errors(void)
+{
+	/* Independent errors in the settings, two pools and a selector list, written out of
+	 * the parser's key order: reported in file order, each once. */
+	static const char several[] = "withMad: yes\n"
+				      "pools:\n"
+				      "  - selectors:\n"
+				      "      vendors: [\"15b3x\", \"15b3\", \"0\"]\n"
+				      "      numaNode: [0]\n"
+				      "    resourceName: rdma.example/ib\n"
+				      "    mode: sideways\n"
+				      "    sharedSlots: 0\n"
+				      "  - resourceName: rdma.example/ib\n"
+				      "kind: nokind\n";
+	static const char *const several_want[] = {
+	    "t.yaml:1:10: withMad: expected true or false, got \"yes\"",
+	    "t.yaml:4:17: pools[0].selectors.vendors[0]: invalid vendor ID \"15b3x\": expected 1 "
+	    "to 4 hex digits such as 15b3, optionally with 0x, not 0",
+	    "t.yaml:4:34: pools[0].selectors.vendors[2]: invalid vendor ID \"0\": expected 1 to 4 "
+	    "hex digits such as 15b3, optionally with 0x, not 0",
+	    "t.yaml:5:7: pools[0].selectors: unknown key \"numaNode\" (did you mean numaNodes?)",
+	    "t.yaml:7:11: pools[0].mode: expected exclusive or shared, got \"sideways\"",
+	    "t.yaml:8:18: pools[0].sharedSlots: must be between 1 and 1000, got 0",
+	    "t.yaml:9:19: pools[1].resourceName: \"rdma.example/ib\" is already the resource of "
+	    "pools[0] (line 3): each pool needs its own",
+	    "t.yaml:10:7: kind: invalid CDI kind \"nokind\": expected vendor/class, each at "
+	    "least 2 characters of letters, digits, '_', '-' (and '.' in the vendor), starting "
+	    "with a letter",
+	};
+	static const char *const syntax_want[] = {
+	    "t.yaml:3:10: invalid YAML: mapping values are not allowed in this context"};
+
+	all_errors(several, -EINVAL, several_want, ELEMENTSOF(several_want), 0,
+		   "t.yaml:1:10: withMad: expected true or false, got \"yes\" (and 7 more errors)",
+		   "eight independent errors");
+	/* A YAML syntax error ends the reading: the bad mode before it is never looked at. */
+	all_errors("pools:\n  - {resourceName: a.io/b, mode: x}\nkind: a/b: c\n", -EBADMSG,
+		   syntax_want, 1, 0, syntax_want[0], "syntax error: only it");
+}
+
+/* At most CFG_ERRORS_MAX errors are kept: the first in file order. */
+static void test_errors_bound(void)
+{
+	char *many;
+	size_t off = 0;
+
+	/* 150 bad vendor IDs: the first 100 in file order are kept, the rest counted. */
+	many = malloc(150 * 16 + 64);
+	if (!many)
+		abort();
+	off += (size_t)sprintf(many,
+			       "pools:\n- resourceName: a.io/p\n  selectors:\n    vendors:\n");
+	for (int i = 0; i < 150; i++)
+		off += (size_t)sprintf(many + off, "    - zz\n");
+	{
+		struct cfg_errors errs = {};
+		struct cfg *c = NULL;
+		int r = cfg_parse_all(many, off, "t.yaml", &c, &errs, NULL);
+
+		ok(r == -EINVAL && errs.n == CFG_ERRORS_MAX && errs.n_more == 50,
+		   "150 errors: %d kept, 50 counted (got %zu, %zu)", CFG_ERRORS_MAX, errs.n,
+		   errs.n_more);
+		ok(errs.n == CFG_ERRORS_MAX && errs.v[0].line == 5 && errs.v[99].line == 104,
+		   "the kept ones are the first in the file (lines 5 to 104)");
+		cfg_errors_clear(&errs);
+	}
+	/* The mode error is found first (mode is read before selectors) but written last:
+	 * the 120 vendor errors found after it, earlier in the file, push it out. */
+	off = (size_t)sprintf(many, "pools:\n- selectors:\n    vendors:\n");
+	for (int i = 0; i < 120; i++)
+		off += (size_t)sprintf(many + off, "    - zz\n");
+	off += (size_t)sprintf(many + off, "  resourceName: a.io/p\n  mode: m\n");
+	{
+		struct cfg_errors errs = {};
+		struct cfg *c = NULL;
+		int r = cfg_parse_all(many, off, "t.yaml", &c, &errs, NULL);
+
+		ok(r == -EINVAL && errs.n == CFG_ERRORS_MAX && errs.n_more == 21 &&
+		       errs.v[99].line == 103 && !strstr(errs.v[99].msg, "mode"),
+		   "an error found early but written late gives way to earlier ones");
+		cfg_errors_clear(&errs);
+	}
+	free(many);
+}
+
 /* The values both daemons give a container: NCCL's needs "=" (exact match: "mlx5_3"
  * alone would also select mlx5_30), the others are the plain list. */
 static void test_env_value(void)
@@ -1281,6 +1392,8 @@ int main(int argc, char **argv)
 	test_example();
 	test_minimal_and_defaults();
 	test_errors();
+	test_all_errors();
+	test_errors_bound();
 	test_bounds();
 	test_glob();
 	test_equal();

@@ -80,6 +80,17 @@ put("config", "too-many-ids.yaml", "pools:\n- resourceName: a.io/x\n  mode: shar
 put("config", "bad-anchor.yaml", "pools: &a\n- resourceName: a.io/x\nx: *a\n")
 put("config", "bad-unclosed.yaml", "pools: [a, b\n")
 
+# convert: byte 0 the source (0 rdma-shared, 1 sriov-dp), then the configs the plugins'
+# READMEs document (tests/config/convert/) and a few broken shapes.
+conv = os.path.join(top, "tests", "config", "convert")
+for f in sorted(os.listdir(conv)):
+    with open(os.path.join(conv, f), "rb") as fh:
+        put("convert", f, bytes([1 if f.startswith("sriov-dp") else 0]) + fh.read())
+put("convert", "empty", b"\0")
+put("convert", "nul-escape", b'\0{"configList": [{"resourceName": "a\\u0000", "rdmaHcaMax": 1}]}')
+put("convert", "deep", b"\1" + b"[" * 40)
+put("convert", "dup-keys", b'\1{"resourceList": [], "RESOURCELIST": [{"isRdma": true}]}')
+
 # hook: first line --memlock, then the OCI state.
 state = '{"ociVersion": "1.0.2", "id": "%s", "status": "creating", "pid": %d, "bundle": "/b"}'
 put("hook", "unlimited", "unlimited\n" + state % ("a" * 64, 4242))

@@ -200,6 +200,14 @@ def run_reload(args, work):
         edit(cfg, "withMad: false\n")
         tap.ok(wait(lambda: has_mad(spec) is False, 5),
                "the next valid edit is applied again", text())
+        # A file with two errors: still one line, the first error and the count of the other.
+        edit(cfg, "withMad: maybe\nmemlock: lots\n")
+        tap.ok(wait(lambda: text().count("rejected") == 2, 5), "a file with two errors is refused",
+               text())
+        line = [x for x in text().splitlines() if "rejected" in x]
+        tap.ok(len(line) == 2 and "config.yaml:1:10: withMad" in line[1]
+               and line[1].rstrip().endswith("(and 1 more error)") and "memlock" not in line[1],
+               "two errors: one line, the first error and the count of the other", line)
     finally:
         rc = stop(p)
     tap.ok(rc == 0, "SIGTERM after the reloads: exit 0 (%s)" % rc, text())
