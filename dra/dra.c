@@ -455,6 +455,7 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		r = dra_prepare(&(struct dra_prepare_input){.ckpt = d->ckpt,
 							    .inv = d->inv,
 							    .driver = d->driver,
+							    .spec = &d->dm.spec,
 							    .namespace = ref->namespace,
 							    .name = ref->name,
 							    .uid = ref->uid,
