@@ -35,6 +35,7 @@
 #include "kube.h"
 #include "inventory.h"
 #include "slices.h"
+#include "events.h"
 #include "claims.h"
 #include "service.h"
 
@@ -80,6 +81,7 @@ struct dra {
 	struct kube_config *kcfg;
 	struct kube_client *kube;
 	struct dra_publisher *pub;
+	struct dra_events *events; /* the Node events of device health */
 	struct dra_service *svc;
 	struct dra_checkpoint *ckpt;
 	bool ckpt_dirty; /* memory holds a removal the file may still lack */
@@ -222,6 +224,7 @@ static void publish(struct dra *d)
 		return;
 	}
 	dra_publisher_set(d->pub, devices);
+	dra_events_update(d->events, d->inv);
 	publish_health(d);
 }
 
@@ -747,6 +750,15 @@ static int setup_kube(struct dra *d)
 			      &d->pub);
 	if (r < 0)
 		return log_error_errno(r, "creating the ResourceSlice publisher failed");
+	r = dra_events_new(d->dm.loop,
+			   &(struct dra_events_config){
+			       .driver = d->driver,
+			       .node_name = d->node_name,
+			       .kube = d->kube,
+			   },
+			   &d->events);
+	if (r < 0)
+		return log_error_errno(r, "creating the Node event recorder failed");
 	return 0;
 }
 
@@ -860,6 +872,8 @@ static bool stop(void *userdata)
 	d->svc = NULL;
 	dra_publisher_free(d->pub);
 	d->pub = NULL;
+	dra_events_free(d->events);
+	d->events = NULL;
 	return !d->rt || gc_runtime_idle(d->rt);
 }
 
