@@ -9,7 +9,8 @@
  *   - the shared spec (specs/keeper.h), the same file the bridge writes;
  *   - the inventory (inventory.h) made of each scan, which the ResourceSlices
  *     (slices.h), NodePrepareResources (claims.h) and the health stream all read;
- *   - the kubelet's two sockets (service.h) and the API server (kube.h).
+ *   - the kubelet's two sockets (service.h) and the API server (kube.h), which also gets
+ *     the Node events of device health (events.h).
  *
  * Order of a scan: the spec is written first, then the inventory in force is replaced;
  * it keeps only devices whose names the spec on disk defines, the last one written (a
