@@ -342,14 +342,16 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 
 static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca *h)
 {
-	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
-	       inv->cfg->pools[h->pool].nccl_env;
+	const struct cfg_pool *p = dra_hca_pool(inv, h);
+
+	return p && p->nccl_env;
 }
 
 static bool pool_netns_move(const struct dra_inventory *inv, const struct dra_hca *h)
 {
-	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
-	       inv->cfg->pools[h->pool].netns == CFG_NETNS_MOVE;
+	const struct cfg_pool *p = dra_hca_pool(inv, h);
+
+	return p && p->netns == CFG_NETNS_MOVE;
 }
 
 /* "mlx5_3:1": the HCA's ACTIVE ports, else its first port (the bridge's rule, so that

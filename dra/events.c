@@ -261,9 +261,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 static void device_from(struct ev_device *d, const struct dra_inventory *inv,
 			const struct dra_hca *h)
 {
-	const char *pool = inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools
-				   ? inv->cfg->pools[h->pool].resource_name
-				   : NULL;
+	const struct cfg_pool *p = dra_hca_pool(inv, h);
+	const char *pool = p ? p->resource_name : NULL;
 
 	snprintf(d->name, sizeof(d->name), "%s", h->name);
 	snprintf(d->rdma, sizeof(d->rdma), "%s", h->d->name);
@@ -295,8 +294,11 @@ void dra_events_update(struct dra_events *e, const struct dra_inventory *inv)
 		if (old)
 			*d = *old;
 		device_from(d, inv, &inv->hcas[i]);
-		if (!old) /* its first state is no event */
+		if (!old) { /* its first state is no event */
 			d->st.told = d->st.healthy;
+			if (!d->st.healthy)
+				snprintf(d->said, sizeof(d->said), "%s", d->reason);
+		}
 	}
 	qsort(devs, n, sizeof(*devs), cmp_device);
 	free(e->devs);
