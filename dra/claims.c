@@ -342,8 +342,16 @@ int dra_claim_results(const cJSON *claim, const char *uid, const char *driver, c
 
 static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca *h)
 {
-	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
-	       inv->cfg->pools[h->pool].nccl_env;
+	const struct cfg_pool *p = dra_hca_pool(inv, h);
+
+	return p && p->nccl_env;
+}
+
+static bool pool_netns_move(const struct dra_inventory *inv, const struct dra_hca *h)
+{
+	const struct cfg_pool *p = dra_hca_pool(inv, h);
+
+	return p && p->netns == CFG_NETNS_MOVE;
 }
 
 /* "K=V", V being cfg_env_value() of the HCAs' names, or of their UCX entries when ucx. */
@@ -364,10 +372,13 @@ static int add_env(cJSON *env, const char *key, const struct dra_hca *const *hca
 	return cJSON_AddItemToArray(env, cJSON_CreateString(s)) ? 0 : -ENOMEM;
 }
 
-/* The per-claim spec: one device named uid whose edits are only the claim's env. */
-static int build_spec(const struct dra_inventory *inv, const char *kind, const char *uid,
+/* The per-claim spec: one device named uid whose edits are the claim's env and, for each
+ * HCA of a `netns: move` pool, the hook that moves it into the container's namespace. */
+static int build_spec(const struct dra_prepare_input *in, const char *kind,
 		      const struct dra_hca *const *hcas, size_t n, cJSON **ret)
 {
+	const struct dra_inventory *inv = in->inv;
+	const struct spec_options none = {0};
 	cJSON *devices = NULL, *edits, *env;
 	_cleanup_(cJSON_Deletep) cJSON *spec = spec_new(kind, &devices);
 	bool nccl = false;
@@ -375,7 +386,7 @@ static int build_spec(const struct dra_inventory *inv, const char *kind, const c
 
 	if (!spec)
 		return -ENOMEM;
-	edits = spec_new_device(devices, uid);
+	edits = spec_new_device(devices, in->uid);
 	env = edits ? cJSON_AddArrayToObject(edits, "env") : NULL;
 	if (!env)
 		return -ENOMEM;
@@ -387,6 +398,9 @@ static int build_spec(const struct dra_inventory *inv, const char *kind, const c
 		r = add_env(env, CFG_ENV_NCCL_IB_HCA, hcas, n, false);
 	if (r >= 0 && nccl)
 		r = add_env(env, CFG_ENV_UCX_NET_DEVICES, hcas, n, true);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		if (pool_netns_move(inv, hcas[i]))
+			r = spec_add_netns_hook(edits, hcas[i]->d, in->spec ? in->spec : &none);
 	if (r < 0)
 		return r;
 	r = spec_set_version(spec);
@@ -585,7 +599,7 @@ static int prepare_claim(const struct dra_prepare_input *in, struct dra_prepared
 	hcas = calloc(in->n_results, sizeof(*hcas));
 	r = hcas ? prepared_new(in, hcas, &n_hcas, &p) : -ENOMEM;
 	if (r >= 0)
-		r = build_spec(in->inv, kind, in->uid, hcas, n_hcas, &spec);
+		r = build_spec(in, kind, hcas, n_hcas, &spec);
 	if (r >= 0)
 		r = cdi_spec_validate(spec, &verr);
 	if (r < 0) {

@@ -25,6 +25,7 @@
 
 #include "inventory.h"
 #include "rc-error.h"
+#include "specs.h"
 
 /* Bounds on what a claim, the kubelet or the checkpoint hands us. */
 #define DRA_UID_MAX 128		 /* a claim UID (a UUID has 36 characters) */
@@ -116,6 +117,8 @@ struct dra_prepare_input {
 	const struct dra_checkpoint *ckpt; /* what is prepared; NULL: nothing yet */
 	const struct dra_inventory *inv;
 	const char *driver;
+	/* The hook path of the netns-move hook (spec_add_netns_hook); NULL = defaults. */
+	const struct spec_options *spec;
 	const char *namespace, *name, *uid; /* the claim, as the kubelet names it */
 	const struct dra_result *results;   /* from dra_claim_results() */
 	size_t n_results;
@@ -128,7 +131,8 @@ struct dra_prepare_input {
  * claim (the HCA's cdi_id, then "<driver>/claim=<uid>"; results naming one device with
  * the same share ID for several requests make one device with several requests, admin
  * only when all of them are; another share ID makes another device) and the per-claim
- * spec (*ret_spec, validated; caller writes it with dra_claim_spec_write). Does not
+ * spec (its env, and the netns-move hook of each HCA of a `netns: move` pool; *ret_spec,
+ * validated; caller writes it with dra_claim_spec_write). Does not
  * touch in->ckpt: the caller adds the entry once the spec is on disk and saves. Returns
  * 0, or 1 when uid is already prepared: then *ret is a copy of the recorded answer and
  * *ret_spec NULL (idempotent). With the reason ("claim default/c1: device

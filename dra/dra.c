@@ -9,7 +9,8 @@
  *   - the shared spec (specs/keeper.h), the same file the bridge writes;
  *   - the inventory (inventory.h) made of each scan, which the ResourceSlices
  *     (slices.h), NodePrepareResources (claims.h) and the health stream all read;
- *   - the kubelet's two sockets (service.h) and the API server (kube.h).
+ *   - the kubelet's two sockets (service.h) and the API server (kube.h), which also gets
+ *     the Node events of device health (events.h).
  *
  * Order of a scan: the spec is written first, then the inventory in force is replaced;
  * it keeps only devices whose names the spec on disk defines, the last one written (a
@@ -35,6 +36,7 @@
 #include "kube.h"
 #include "inventory.h"
 #include "slices.h"
+#include "events.h"
 #include "claims.h"
 #include "service.h"
 
@@ -80,6 +82,7 @@ struct dra {
 	struct kube_config *kcfg;
 	struct kube_client *kube;
 	struct dra_publisher *pub;
+	struct dra_events *events; /* the Node events of device health */
 	struct dra_service *svc;
 	struct dra_checkpoint *ckpt;
 	bool ckpt_dirty; /* memory holds a removal the file may still lack */
@@ -248,6 +251,7 @@ static void publish(struct dra *d)
 		return;
 	}
 	dra_publisher_set(d->pub, devices);
+	dra_events_update(d->events, d->inv);
 	publish_health(d);
 	count_devices(d);
 }
@@ -494,6 +498,7 @@ static void prepare_one(struct dra *d, struct dra_batch *b, size_t i, const stru
 		r = dra_prepare(&(struct dra_prepare_input){.ckpt = d->ckpt,
 							    .inv = d->inv,
 							    .driver = d->driver,
+							    .spec = &d->dm.spec,
 							    .namespace = ref->namespace,
 							    .name = ref->name,
 							    .uid = ref->uid,
@@ -793,6 +798,15 @@ static int setup_kube(struct dra *d)
 			      &d->pub);
 	if (r < 0)
 		return log_error_errno(r, "creating the ResourceSlice publisher failed");
+	r = dra_events_new(d->dm.loop,
+			   &(struct dra_events_config){
+			       .driver = d->driver,
+			       .node_name = d->node_name,
+			       .kube = d->kube,
+			   },
+			   &d->events);
+	if (r < 0)
+		return log_error_errno(r, "creating the Node event recorder failed");
 	return 0;
 }
 
@@ -907,6 +921,8 @@ static bool stop(void *userdata)
 	d->svc = NULL;
 	dra_publisher_free(d->pub);
 	d->pub = NULL;
+	dra_events_free(d->events);
+	d->events = NULL;
 	return !d->rt || gc_runtime_idle(d->rt);
 }
 

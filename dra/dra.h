@@ -8,7 +8,8 @@
  * the gRPC plumbing (rpc/rpc.h), the daemon runtime (daemon/daemon.h) and health
  * (disc_node_changes). Adds: the plugin-watcher registration, ResourceSlices through the
  * API server (kube/), NodePrepareResources/NodeUnprepareResources with a checkpoint, one
- * transient CDI spec per claim, and the DRAResourceHealth stream.
+ * transient CDI spec per claim, the DRAResourceHealth stream, and Node events when a device
+ * turns unhealthy or comes back (events.h).
  */
 #pragma once
 

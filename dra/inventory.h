@@ -47,12 +47,22 @@ struct dra_inventory {
 	const struct cfg *cfg;	      /* not owned: pools' names, sharing, ncclEnv */
 };
 
+/* h's config pool, or NULL (no config, or an index it does not hold). */
+static inline const struct cfg_pool *dra_hca_pool(const struct dra_inventory *inv,
+						  const struct dra_hca *h)
+{
+	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools
+		   ? &inv->cfg->pools[h->pool]
+		   : NULL;
+}
+
 /* True when h's config pool is mode shared: its device may serve several claims at once
  * (published with allowMultipleAllocations, prepared whoever holds it). */
 static inline bool dra_hca_shared(const struct dra_inventory *inv, const struct dra_hca *h)
 {
-	return inv->cfg && h->pool >= 0 && (size_t)h->pool < inv->cfg->n_pools &&
-	       inv->cfg->pools[h->pool].mode == CFG_MODE_SHARED;
+	const struct cfg_pool *p = dra_hca_pool(inv, h);
+
+	return p && p->mode == CFG_MODE_SHARED;
 }
 
 /* The DNS label of node->devices[i] (rules above); node in discovery order. */

@@ -90,10 +90,9 @@ static int add_hook(cJSON *edits, const struct spec_options *opts, const char *a
 	return 0;
 }
 
-/* The hook that moves dev into the container's network namespace; a RoCE device's
- * netdev must be there too, which the hook checks. */
-static int add_netns_hook(cJSON *edits, const struct disc_device *dev,
-			  const struct spec_options *opts)
+/* A RoCE device's netdev must be in the namespace too, which the hook checks. */
+int spec_add_netns_hook(cJSON *edits, const struct disc_device *dev,
+			const struct spec_options *opts)
 {
 	_cleanup_free_ char *arg = NULL;
 	bool roce = dev->n_ports > 0 && strcmp(dev->ports[0].link_layer, "Ethernet") == 0;
@@ -272,7 +271,7 @@ static int add_device(cJSON *devices, const char *name, const struct disc_device
 		return -ENOMEM;
 	r = add_device_nodes(nodes, dev, opts, dev_root);
 	if (r >= 0 && move)
-		r = add_netns_hook(edits, dev, opts);
+		r = spec_add_netns_hook(edits, dev, opts);
 	return r;
 }
 
@@ -314,7 +313,7 @@ static int add_devices(cJSON *devices, const struct disc_node *node, const bool 
 			continue;
 		r = add_device_nodes(all_nodes, &node->devices[i], opts, dev_root);
 		if (r >= 0 && moves_netns(opts, i))
-			r = add_netns_hook(all_edits, &node->devices[i], opts);
+			r = spec_add_netns_hook(all_edits, &node->devices[i], opts);
 		if (r < 0)
 			return r;
 	}

@@ -78,6 +78,16 @@ cJSON *spec_new(const char *kind, cJSON **ret_devices);
 cJSON *spec_new_device(cJSON *devices, const char *name);
 int spec_set_version(cJSON *spec);
 
+/*
+ * Appends to edits' hooks (created when missing) the createRuntime hook that moves dev into
+ * the container's network namespace: `rdma-cdi-hook --netns-move=DEV`, or
+ * `--netns-move-roce=DEV` when its first port's link layer is Ethernet; the hook binary is
+ * opts->hook_path (NULL = the installed one). The node spec's devices of `netns: move` pools
+ * and the DRA driver's per-claim specs carry it. 0 or -ENOMEM.
+ */
+int spec_add_netns_hook(cJSON *edits, const struct disc_device *dev,
+			const struct spec_options *opts);
+
 /* "rdma.example/hca" + "mlx5_0" -> "rdma.example/hca=mlx5_0" (malloc'd, NULL on OOM). */
 char *spec_qualified_name(const char *kind, const char *device);
 

@@ -7,7 +7,8 @@
 Files: deploy/kubernetes/dra/ (the base), overlays/dra-*/ and examples/dra-*.yaml. Checked:
 every file parses; the RBAC is exactly resourceslices list/watch/create/update/delete,
 resourceclaims get (what the driver calls), bound to the DaemonSet's ServiceAccount, whose token is
-mounted; the DaemonSet runs `rdma-cdi dra` with flags of its contract (and of its --help
+mounted, plus a Role in "default" (where the API server keeps Events about a Node) granting
+events create and nothing else, bound to that ServiceAccount; the DaemonSet runs `rdma-cdi dra` with flags of its contract (and of its --help
 once the command is built), the node name from the downward API, every path a flag names
 mounted from the same host path (the kubelet dials the plugin socket by the name the
 driver gives it), unprivileged as the device plugin; it never shares a node with the
@@ -46,6 +47,9 @@ PLUGIN_ROOT = "/var/lib/kubelet/plugins"
 RBAC = {("resource.k8s.io", "resourceslices", v)
         for v in ("list", "watch", "create", "update", "delete")} | \
     {("resource.k8s.io", "resourceclaims", "get")}
+# The Node events (dra/events.h): created in "default", never read or changed.
+EVENTS_RBAC = {("", "events", "create")}
+EVENTS_NAMESPACE = "default"
 DRA_NODE_LABEL = "rdma.example/dra"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 CEL = re.compile(r'device\.driver == "([^"]+)" && device\.attributes\["([^"]+)"\]\.pool == '
@@ -75,6 +79,28 @@ def rbac_rules(role):
                         odd.append("wildcard in %s" % r)
                     got.add((g, res, v))
     return got, odd
+
+
+def check_events_rbac(tap, base, sa, nsname):
+    """The Role for the Node events: in "default", events create only, bound to the pod's
+    ServiceAccount by a RoleBinding of the same namespace."""
+    roles, rbs = by_kind(base, "Role"), by_kind(base, "RoleBinding")
+    if not tap.ok(len(roles) == 1 and len(rbs) == 1, "dra/ has one Role and one RoleBinding "
+                  "(the Node events)", (len(roles), len(rbs))):
+        return
+    role, rb = roles[0], rbs[0]
+    got, odd = rbac_rules(role)
+    tap.ok(role["metadata"].get("namespace") == EVENTS_NAMESPACE and got == EVENTS_RBAC and
+           not odd, "the Role is exactly events create, in the namespace default",
+           "%s: extra %s, missing %s %s" % (role["metadata"].get("namespace"),
+                                            sorted(got - EVENTS_RBAC),
+                                            sorted(EVENTS_RBAC - got), odd))
+    tap.ok(rb["metadata"].get("namespace") == EVENTS_NAMESPACE and
+           rb.get("roleRef") == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                 "name": role["metadata"]["name"]} and
+           rb.get("subjects") == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                   "namespace": nsname}],
+           "the RoleBinding gives that Role to the ServiceAccount only", rb)
 
 
 def cel_of(dc):
@@ -152,6 +178,7 @@ def main():
            and crb.get("subjects") == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
                                         "namespace": nsname}],
            "the ClusterRoleBinding gives that role to the ServiceAccount only", crb)
+    check_events_rbac(tap, base, sa, nsname)
     pod = M.Pod(ds)
     ps = pod.spec
     tap.ok(ps.get("serviceAccountName") == sa["metadata"]["name"] and

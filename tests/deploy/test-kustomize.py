@@ -13,8 +13,8 @@
 - the canary overlays: a second DaemonSet with its own selector and ConfigMap on exactly
   the nodes labelled rdma.example/config=canary, which the main DaemonSet's affinity
   excludes; its config passes `rdma-cdi config check`;
-- the DRA ClusterRole grants exactly the calls the driver makes (what dra/ and kube/ call:
-  the request lines in the sources), nothing on nodes.
+- the DRA ClusterRole and Role grant exactly the calls the driver makes (what dra/ and kube/
+  call: the request lines in the sources), nothing on nodes.
 """
 import argparse
 import os
@@ -158,6 +158,9 @@ def driver_calls(source_root):
                 text = f.read()
             if "resourceclaims/%s" in text and '"GET"' in text:
                 calls.add(("resourceclaims", "get"))
+            if re.search(r'"/api/v1/namespaces/" [A-Z_]+ "/events"', text) and \
+                    re.search(r'kube_call\([^,]+, "POST"', text):
+                calls.add(("events", "create"))
             if "DRA_SLICE_API" in text:
                 verbs = {"POST": "create", "PUT": "update", "DELETE": "delete"}
                 for m in re.findall(r'kube_call\([^,]+, "([A-Z]+)"', text):
@@ -171,12 +174,12 @@ def driver_calls(source_root):
 
 
 def check_rbac(tap, objs, source_root):
-    roles = [o for o in objs if o["kind"] == "ClusterRole"]
+    roles = [o for o in objs if o["kind"] in ("ClusterRole", "Role")]
     grants = {(r, v) for o in roles for rule in o.get("rules") or []
               for r in rule.get("resources") or [] for v in rule.get("verbs") or []}
     calls = driver_calls(source_root)
-    tap.ok(calls and grants == calls, "the DRA ClusterRole grants exactly what the driver "
-           "calls: %s" % ", ".join("%s %s" % c for c in sorted(calls)),
+    tap.ok(calls and grants == calls, "the DRA ClusterRole and Role grant exactly what the "
+           "driver calls: %s" % ", ".join("%s %s" % c for c in sorted(calls)),
            "granted, not called: %s\ncalled, not granted: %s" % (
                sorted(grants - calls), sorted(calls - grants)))
     tap.ok(not any(r == "nodes" for r, _ in grants), "nothing on nodes", sorted(grants))

@@ -5,7 +5,8 @@ HTTPS (a test CA made with the openssl CLI; the server certificate names 127.0.0
 localhost), bearer-token checks, ResourceClaims (GET) and ResourceSlices (POST, GET list with
 fieldSelector, GET, PUT with resourceVersion conflicts, DELETE, deletecollection, watch),
 validated as the real API server validates resource.k8s.io/v1 slices (422 Invalid with the
-server's kind of message). Every request is recorded for assertions; tests can inject
+server's kind of message), and core v1 Events (POST, GET list), validated as the server
+validates a v1 Event about a cluster-scoped object (node_events() returns them). Every request is recorded for assertions; tests can inject
 failures (fail_next), hang requests (stall) and wipe slices (delete_all_slices, as the
 kubelet does on start).
 
@@ -42,6 +43,8 @@ GROUP = "resource.k8s.io"
 VERSION = "v1"
 API_VERSION = GROUP + "/" + VERSION
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+EVENTS_RE = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
+EVENT_TYPES = ("Normal", "Warning")
 CLAIMS_RE = re.compile(r"^/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resourceclaims/([^/]+)$")
 REQUEST_BODY_MAX = 3 * 1024 * 1024  # the real server's limit
 
@@ -455,6 +458,7 @@ class ApiServer:
         self.slices_by_name = {}
         self.claims = {}
         self.events = []  # (rv, type, object) of slices, in order
+        self.k8s_events = {}  # (namespace, name): a created core v1 Event
         self.requests = []
         self.warnings = []
         self.rules = []
@@ -603,6 +607,17 @@ class ApiServer:
             for d in s["spec"].get("devices") or []:
                 out[d["name"]] = d
         return out
+
+    # -- core v1 Events
+    def node_events(self, node=None):
+        """The stored Events (copies) in the order created, optionally only those about
+        Node node."""
+        with self.cond:
+            evs = [copy.deepcopy(e) for e in self.k8s_events.values()]
+        evs.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
+        return [e for e in evs if node is None or
+                (e.get("involvedObject", {}).get("kind") == "Node" and
+                 e["involvedObject"].get("name") == node)]
 
     def _event(self, typ, obj):
         self.events.append((self.rv, typ, copy.deepcopy(obj)))
@@ -822,6 +837,20 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def route(self, method, path, query, body):
+        m = EVENTS_RE.match(path)
+        if m:
+            ns = urllib.parse.unquote(m.group(1))
+            if method == "POST":
+                return self.create_event(ns, body)
+            if method == "GET":
+                with self.api.cond:
+                    items = [copy.deepcopy(e) for (n, _), e in self.api.k8s_events.items()
+                             if n == ns]
+                return self.send_json(200, {"kind": "EventList", "apiVersion": "v1",
+                                            "metadata": {"resourceVersion": str(self.api.rv)},
+                                            "items": items})
+            return self.send_status(405, "the server does not allow this method on the "
+                                    "requested resource")
         m = CLAIMS_RE.match(path)
         if m:
             if method != "GET":
@@ -853,6 +882,53 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_status(405, "the server does not allow this method on the "
                                     "requested resource")
         self.send_status(404, "the server could not find the requested resource", details={})
+
+    # -- core v1 Events
+    def create_event(self, ns, body):
+        """As the real server creates a v1 Event (legacy validation): the namespaces must
+        agree, an object without namespace (a Node) has its Events in "default"."""
+        if not isinstance(body, dict) or body.get("apiVersion") != "v1" or \
+                body.get("kind") != "Event":
+            return self.send_status(400, "the body is not a v1 Event")
+        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        name = meta.get("name")
+        if meta.get("namespace", ns) != ns:
+            return self.send_status(400, "the namespace of the provided object does not match "
+                                    "the namespace sent on the request")
+        e = Errs()
+        if not is_dns_subdomain(name):
+            e.invalid("metadata.name", name, "a lowercase RFC 1123 subdomain")
+        inv = body.get("involvedObject") if isinstance(body.get("involvedObject"), dict) else {}
+        if inv.get("namespace") and inv.get("kind") == "Node":
+            e.invalid("involvedObject.namespace", inv["namespace"], "not allowed for this "
+                      "object")
+        if not inv.get("namespace") and ns != "default":
+            e.invalid("involvedObject.namespace", inv.get("namespace", ""),
+                      "does not match event.namespace")
+        if body.get("type") not in EVENT_TYPES:
+            e.unsupported("type", body.get("type"), EVENT_TYPES)
+        rc = body.get("reportingComponent")
+        if rc is not None and not (isinstance(rc, str) and LABEL_NAME_RE.match(rc) and
+                                   len(rc) <= 63):
+            e.invalid("reportingComponent", rc, "a qualified name")
+        ri = body.get("reportingInstance")
+        if ri is not None and (not isinstance(ri, str) or len(ri) > 128):
+            e.invalid("reportingInstance", ri, "must have at most 128 characters")
+        if e.items:
+            return self.send_status(422, 'Event "%s" is invalid: %s' % (
+                name, "; ".join(m for _, m, _ in e.items)), reason="Invalid")
+        api = self.api
+        with api.cond:
+            if (ns, name) in api.k8s_events:
+                return self.send_status(409, 'events "%s" already exists' % name,
+                                        reason="AlreadyExists")
+            api.rv += 1
+            obj = copy.deepcopy(body)
+            obj["metadata"] = dict(meta, namespace=ns, uid=str(uuid.uuid4()),
+                                   resourceVersion=str(api.rv),
+                                   creationTimestamp=now_rfc3339())
+            api.k8s_events[(ns, name)] = obj
+        self.send_json(201, obj)
 
     # -- claims
     def get_claim(self, ns, name):

@@ -33,6 +33,7 @@ struct fixture {
 	struct cfg cfg;
 	struct disc_node node;
 	struct dra_inventory inv;
+	struct spec_options spec; /* what the driver passes Prepare (the hook's path) */
 };
 
 static inline void fix_device(struct fixture *f, size_t i, const char *name, const char *rdma,
@@ -172,6 +173,7 @@ static inline int fix_prepare(const struct fixture *f, const struct dra_checkpoi
 	const struct dra_prepare_input in = {.ckpt = c,
 					     .inv = &f->inv,
 					     .driver = DRIVER,
+					     .spec = &f->spec,
 					     .namespace = "default",
 					     .name = "c1",
 					     .uid = uid,

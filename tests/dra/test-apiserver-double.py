@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The API-server double checked with an independent client (http.client + the test CA):
 TLS, tokens, claims, slice validation and storage, conflicts, fieldSelector, watch, faults,
-and the standalone mode. The DRA driver's tests trust what it stores and refuses."""
+Node events, and the standalone mode. The DRA driver's tests trust what it stores and refuses."""
 
 import http.client
 import json
@@ -252,6 +252,38 @@ def main():
     code, _, r = cl.req("POST", S, b)
     t.ok(code == 201 and "unknown field" in (r.getheader("Warning") or "") and
          any("colour" in w for w in srv.warnings), "an unknown field is warned about")
+
+    # core v1 Events about a Node
+    E = "/api/v1/namespaces/default/events"
+
+    def node_event(name, **over):
+        ev = {"apiVersion": "v1", "kind": "Event",
+              "metadata": {"name": name, "namespace": "default"},
+              "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": "node1",
+                                 "uid": "node1"},
+              "type": "Warning", "reason": "RdmaDeviceUnhealthy", "message": "m",
+              "reportingComponent": "rdma.example", "reportingInstance": "node1"}
+        ev.update(over)
+        return ev
+
+    code, obj, _ = cl.req("POST", E, node_event("node1.1"))
+    t.ok(code == 201 and obj["metadata"]["uid"] and
+         [e["metadata"]["name"] for e in srv.node_events("node1")] == ["node1.1"],
+         "a Node event in default is created and recorded", obj)
+    code, obj, _ = cl.req("POST", E, node_event("node1.1"))
+    t.ok(code == 409 and obj["reason"] == "AlreadyExists", "the same name again is 409")
+    code, obj, _ = cl.req("POST", "/api/v1/namespaces/rdma-cdi/events",
+                          node_event("node1.2", metadata={"name": "node1.2"}))
+    t.ok(code == 422 and "does not match event.namespace" in obj["message"],
+         "a Node event outside default is refused, as the real server refuses it", obj)
+    code, obj, _ = cl.req("POST", E, node_event("node1.3", type="Error"))
+    t.ok(code == 422 and "type" in obj["message"], "type is Normal or Warning", obj)
+    code, obj, _ = cl.req("POST", E, node_event("node1.4", reportingInstance="n" * 129))
+    t.ok(code == 422 and "reportingInstance" in obj["message"],
+         "reportingInstance is at most 128 characters", obj)
+    code, lst, _ = cl.req("GET", E)
+    t.ok(code == 200 and [i["metadata"]["name"] for i in lst["items"]] == ["node1.1"],
+         "refused events are not stored; GET lists the namespace's events")
 
     # watch
     srv.delete_all_slices()

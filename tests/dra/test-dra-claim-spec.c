@@ -220,6 +220,73 @@ static void test_remove(const struct fixture *f)
 	cJSON_Delete(spec2);
 }
 
+/* The args of the hooks of a claim spec's device, "|"-joined per hook ("" when none). */
+static void hook_args(const cJSON *spec, const char *hook_path, char *buf, size_t size)
+{
+	const cJSON *d0 = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "devices"), 0);
+	const cJSON *hooks = cJSON_GetObjectItem(cJSON_GetObjectItem(d0, "containerEdits"),
+						 "hooks");
+	const cJSON *h, *a;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach (h, hooks) {
+		const cJSON *name = cJSON_GetObjectItem(h, "hookName");
+		const cJSON *path = cJSON_GetObjectItem(h, "path");
+
+		if (!cJSON_IsString(name) || strcmp(name->valuestring, "createRuntime") != 0 ||
+		    !cJSON_IsString(path) || strcmp(path->valuestring, hook_path) != 0) {
+			snprintf(buf, size, "a hook that is not createRuntime %s", hook_path);
+			return;
+		}
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s", *buf ? "|" : "");
+		cJSON_ArrayForEach (a, cJSON_GetObjectItem(h, "args"))
+			snprintf(buf + strlen(buf), size - strlen(buf), "%s%s",
+				 a == cJSON_GetObjectItem(h, "args")->child ? "" : " ",
+				 cJSON_IsString(a) ? a->valuestring : "?");
+	}
+}
+
+/* A claim for devices of a `netns: move` pool (IB and RoCE) and of a pool without it: the
+ * claim spec moves exactly the first two, each by the argument its link layer needs. */
+static void test_netns_move(struct fixture *f)
+{
+	static const char hook[] = "/opt/rdma-cdi/rdma-cdi-hook";
+	struct dra_result r[] = {{.request = "a", .device = "pci-0000-5e-00-0"},
+				 {.request = "b", .device = "pci-0000-86-00-0"},
+				 {.request = "c", .device = "pci-0000-3b-00-0"}};
+	struct dra_prepared_claim *p = NULL;
+	cJSON *spec = NULL;
+	char err[512] = "", args[512], *file = NULL;
+
+	f->spec.hook_path = hook;
+	f->pools[2].netns = CFG_NETNS_MOVE; /* mlx5_3 (IB), mlx5_5 (RoCE here) */
+	snprintf(f->ports[2][0].link_layer, sizeof(f->ports[2][0].link_layer), "Ethernet");
+	if (!ok(ERR_TEXT(err, fix_prepare(f, NULL, UID, r, 3, &p, &spec, &_e)) == 0,
+		"Prepare of a claim with devices of a netns: move pool"))
+		printf("#   %s\n", err);
+	hook_args(spec, hook, args, sizeof(args));
+	EQ_STR(args,
+	       "rdma-cdi-hook --netns-move=mlx5_3|rdma-cdi-hook --netns-move-roce=mlx5_5",
+	       "one createRuntime hook per moved device, RoCE by --netns-move-roce; none for the "
+	       "pool without netns: move");
+	EQ_INT(ERR_TEXT(err, dra_claim_spec_write(tmpdir, DRIVER, UID, spec, &file, &_e)), 0,
+	       "that spec is written");
+	EQ_INT(schema_check(path_of(FILE_NAME)), 0, "the upstream CDI JSON schema accepts it");
+	free(file);
+	dra_prepared_claim_free(p);
+	cJSON_Delete(spec);
+
+	/* The same devices once the pool no longer asks for the move. */
+	f->pools[2].netns = CFG_NETNS_NONE;
+	spec = spec_for(f, UID2, "pci-0000-5e-00-0");
+	hook_args(spec, hook, args, sizeof(args));
+	EQ_STR(args, "", "a pool without netns: move: no hook in the claim spec");
+	cJSON_Delete(spec);
+	f->spec.hook_path = NULL;
+	f->ports[2][0].link_layer[0] = '\0';
+	unlink(path_of(FILE_NAME));
+}
+
 int main(int argc, char **argv)
 {
 	struct fixture *f = fix_new();
@@ -236,6 +303,7 @@ int main(int argc, char **argv)
 	test_names();
 	test_write(f);
 	test_remove(f);
+	test_netns_move(f);
 	unlink(path_of(FILE_NAME));
 	rmdir(tmpdir);
 	free(f);

@@ -1342,6 +1342,118 @@ def sc_healthz(c):
            "and the driver publishes its slices")
 
 
+EVENTS_PATH = "/api/v1/namespaces/default/events"
+
+
+def events_of(c, rdma):
+    """The Node events about one RDMA device, oldest first."""
+    return [e for e in c.api.node_events(NODE) if (" %s (" % rdma) in e.get("message", "")]
+
+
+def check_event(tap, ev, rdma, healthy, what):
+    """One Event's fields as docs/dra.md promises them."""
+    pci = DGX[rdma][0]
+    want = {"type": "Normal" if healthy else "Warning",
+            "reason": "RdmaDeviceHealthy" if healthy else "RdmaDeviceUnhealthy",
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": NODE},
+            "source": {"component": DRIVER, "host": NODE},
+            "reportingComponent": DRIVER, "reportingInstance": NODE, "count": 1}
+    got = {k: ev.get(k) for k in want}
+    msg = ev.get("message", "")
+    tap.ok(got == want and ev["metadata"]["namespace"] == "default" and
+           ev["metadata"]["name"].startswith(NODE + ".") and
+           all(x in msg for x in (rdma, dev_name(rdma), pci, "pool rdma.example/hca")) and
+           (("healthy again (was: port 1 DOWN)" in msg) if healthy else
+            msg.endswith("is unhealthy: port 1 DOWN")) and
+           ev.get("firstTimestamp") == ev.get("lastTimestamp") is not None,
+           what, json.dumps(ev, indent=1))
+
+
+def sc_events(c):
+    """Node events: a device going unhealthy, then healthy, makes exactly two events with
+    the documented fields; a flapping device is held to one event per 10 s, its state at
+    the end of the interval coalesced."""
+    tap = c.tap
+    d, reg, cl = c.up(["--rescan-interval", "1"])
+    h = c.health(reg)
+    h.wait(lambda ls: len(ls) > 0, 5)
+    time.sleep(1.5)
+    tap.ok(c.api.node_events() == [], "no event at start (mlx5_9 was DOWN already: the "
+           "slices say so)", c.api.node_events())
+    set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
+    t0 = time.monotonic()
+    evs = c.api.wait_for(lambda: events_of(c, "mlx5_2"), 5)
+    tap.ok(len(evs or []) == 1, "port DOWN: one event within %.1f s" % (time.monotonic() - t0),
+           evs)
+    if evs:
+        check_event(tap, evs[0], "mlx5_2", False, "... Warning RdmaDeviceUnhealthy on the "
+                    "Node, naming the device, its PCI address, pool and reason")
+    set_port_state(c.sysfs, "mlx5_2", "4: ACTIVE")
+    evs = c.api.wait_for(lambda: len(events_of(c, "mlx5_2")) >= 2 and events_of(c, "mlx5_2"),
+                         16)
+    dt = time.monotonic() - t0
+    tap.ok(evs and len(evs) == 2 and 9 < dt < 16,
+           "ACTIVE again: the second event, 10 s after the first (the per-device interval: "
+           "%.1f s)" % dt, evs)
+    if evs:
+        check_event(tap, evs[1], "mlx5_2", True, "... Normal RdmaDeviceHealthy, saying what "
+                    "it was")
+    tap.ok([e["message"] for e in c.api.node_events()] ==
+           [e["message"] for e in events_of(c, "mlx5_2")],
+           "no event about any other device", c.api.node_events())
+
+    # Flapping: six transitions within a few seconds (each made seen at once by SIGHUP's
+    # rescan, whatever the rescan period under a sanitizer); the Node gets two events.
+    name, seen = dev_name("mlx5_3"), 0
+    for i in range(6):
+        want = "UNHEALTHY" if i % 2 == 0 else "HEALTHY"
+        set_port_state(c.sysfs, "mlx5_3", "1: DOWN" if want == "UNHEALTHY" else "4: ACTIVE")
+        d.proc.send_signal(signal.SIGHUP)
+        seen += h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == want,
+                       3) is not None
+    t1 = time.monotonic()
+    tap.ok(seen == 6, "the device flapped: the health stream saw %d of 6 transitions" % seen)
+    evs = c.api.wait_for(lambda: len(events_of(c, "mlx5_3")) >= 2, 14)
+    time.sleep(1.5)
+    evs = events_of(c, "mlx5_3")
+    tap.ok([e["reason"] for e in evs] == ["RdmaDeviceUnhealthy", "RdmaDeviceHealthy"],
+           "... and the Node got two events: the first DOWN at once, then its state 10 s "
+           "later (the flaps in between coalesced; %.1f s after the last flap)"
+           % (time.monotonic() - t1), [e["message"] for e in evs])
+
+
+def sc_events_refused(c):
+    """An API server that refuses events (403: no RBAC for them) disturbs nothing: slices
+    follow health, Prepare works; the failure is logged once, and the recovery."""
+    tap = c.tap
+    c.api.fail_next(-1, 403, method="POST", path_prefix=EVENTS_PATH,
+                    message='events is forbidden: User "system:serviceaccount:rdma-cdi:'
+                    'rdma-cdi-dra" cannot create resource "events" in API group "" in the '
+                    'namespace "default"')
+    d, reg, cl = c.up(["--rescan-interval", "1"])
+    for n, rdma in enumerate(("mlx5_2", "mlx5_3")):
+        set_port_state(c.sysfs, rdma, "1: DOWN")
+        devs = c.wait_devices(lambda ds: (ds.get(dev_name(rdma)) or {}).get("taints"), 5)
+        posts = c.api.wait_for(lambda: len(c.api.requests_matching("POST", EVENTS_PATH)) > n,
+                               5)
+        tap.ok(devs is not None and posts, "%s DOWN: tainted in the slices while its event is "
+               "refused" % rdma)
+    claim = c.api.add_claim("default", "c1", results=[result("mlx5_0")])
+    uid = claim["metadata"]["uid"]
+    ans = cl.prepare([("default", "c1", uid)])
+    tap.ok(ans[uid]["error"] == "" and os.path.exists(c.claim_spec(uid)),
+           "Prepare answers and writes the claim spec", ans)
+    log = d.log_text()
+    tap.ok(log.count("recording a Node event failed") == 1 and "forbidden" in log,
+           "the refusal is logged once, with the server's reason", log[-3000:])
+    tap.ok(c.api.node_events() == [], "no event stored")
+    c.api.clear_faults()
+    set_port_state(c.sysfs, "mlx5_4", "1: DOWN")
+    evs = c.api.wait_for(lambda: events_of(c, "mlx5_4"), 5)
+    tap.ok(evs and d.wait_log("Node events are recorded again"),
+           "events allowed again: the next one is stored, and the log says so")
+
+
 SCENARIOS = {
     "metrics": sc_metrics,
     "healthz": sc_healthz,
@@ -1360,6 +1472,8 @@ SCENARIOS = {
     "wrong-ca": sc_wrong_ca,
     "podman": sc_podman,
     "valgrind": sc_valgrind,
+    "events": sc_events,
+    "events-refused": sc_events_refused,
 }
 
 
