@@ -179,7 +179,7 @@ static int apply(struct bridge *b, const struct disc_node *node, bool force)
 	r = daemon_assign(&b->dm, node, "the device lists stay as they were", &a);
 	if (r < 0)
 		return r;
-	r = daemon_build_spec(&b->dm, node, a, &spec);
+	r = daemon_build_spec(&b->dm, node, a, true, &spec);
 	if (r < 0 && r != -ENODEV)
 		return log_error_errno(r, "building the CDI spec failed");
 	if (r == -ENODEV) {

@@ -182,14 +182,14 @@ int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *k
 }
 
 int daemon_build_spec(const struct daemon *dm, const struct disc_node *node,
-		      const struct cfg_assignment *a, cJSON **ret_spec)
+		      const struct cfg_assignment *a, bool move_hooks, cJSON **ret_spec)
 {
 	_cleanup_free_ bool *move = calloc(node->n_devices ? node->n_devices : 1, sizeof(*move));
 	struct spec_options o = dm->spec;
 
 	if (!move)
 		return -ENOMEM;
-	for (size_t i = 0; i < node->n_devices && i < a->n_devices; i++)
+	for (size_t i = 0; move_hooks && i < node->n_devices && i < a->n_devices; i++)
 		move[i] = a->pool_of[i] >= 0 && (size_t)a->pool_of[i] < dm->cfg->n_pools &&
 			  dm->cfg->pools[a->pool_of[i]].netns == CFG_NETNS_MOVE;
 	o.netns_move_of = move;

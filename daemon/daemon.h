@@ -170,11 +170,14 @@ bool daemon_write_spec(struct daemon *dm, const cJSON *spec, size_t n_usable);
 int daemon_assign(struct daemon *dm, const struct disc_node *node, const char *kept,
 		  struct cfg_assignment **ret);
 
-/* spec_build() of node with the flags and config in force: the devices a assigns to a
- * pool with `netns: move` get the hook that moves them into the container's network
- * namespace. spec_build()'s returns. Does not log. */
+/* spec_build() of node with the flags and config in force. With move_hooks, the devices a
+ * assigns to a pool with `netns: move` get the hook that moves them into the container's
+ * network namespace (the bridge: a container gets a device by its name in this spec); the
+ * DRA driver passes false: its claim spec carries the hook of each device the claim holds,
+ * so that an admin-access claim never moves a device out of its holder's namespace.
+ * spec_build()'s returns. Does not log. */
 int daemon_build_spec(const struct daemon *dm, const struct disc_node *node,
-		      const struct cfg_assignment *a, cJSON **ret_spec);
+		      const struct cfg_assignment *a, bool move_hooks, cJSON **ret_spec);
 
 /* An absolute copy of dir (a relative one is taken from the working directory) without
  * trailing slashes ("dir/" would make "dir//x.sock"). 0, -ENOMEM, or getcwd()'s -errno. */

@@ -347,11 +347,20 @@ static bool pool_nccl_env(const struct dra_inventory *inv, const struct dra_hca 
 	return p && p->nccl_env;
 }
 
-static bool pool_netns_move(const struct dra_inventory *inv, const struct dra_hca *h)
+/* Whether the claim's container moves h into its network namespace: h is in a `netns: move`
+ * pool and one of the claim's results for it holds it (admin access reaches a device in
+ * whatever namespace its holder has it, and must not take it away). */
+static bool claim_moves(const struct dra_prepare_input *in, const struct dra_hca *h)
 {
-	const struct cfg_pool *p = dra_hca_pool(inv, h);
+	const struct cfg_pool *p = dra_hca_pool(in->inv, h);
 
-	return p && p->netns == CFG_NETNS_MOVE;
+	if (!p || p->netns != CFG_NETNS_MOVE)
+		return false;
+	for (size_t i = 0; i < in->n_results; i++)
+		if (!in->results[i].admin_access &&
+		    dra_inventory_find(in->inv, in->results[i].device) == h)
+			return true;
+	return false;
 }
 
 /* "K=V", V being cfg_env_value() of the HCAs' names, or of their UCX entries when ucx. */
@@ -373,7 +382,8 @@ static int add_env(cJSON *env, const char *key, const struct dra_hca *const *hca
 }
 
 /* The per-claim spec: one device named uid whose edits are the claim's env and, for each
- * HCA of a `netns: move` pool, the hook that moves it into the container's namespace. */
+ * HCA the claim moves (claim_moves()), the hook that moves it into the container's
+ * namespace. The node spec the driver writes has no move hook: the claim's decides. */
 static int build_spec(const struct dra_prepare_input *in, const char *kind,
 		      const struct dra_hca *const *hcas, size_t n, cJSON **ret)
 {
@@ -399,7 +409,7 @@ static int build_spec(const struct dra_prepare_input *in, const char *kind,
 	if (r >= 0 && nccl)
 		r = add_env(env, CFG_ENV_UCX_NET_DEVICES, hcas, n, true);
 	for (size_t i = 0; r >= 0 && i < n; i++)
-		if (pool_netns_move(inv, hcas[i]))
+		if (claim_moves(in, hcas[i]))
 			r = spec_add_netns_hook(edits, hcas[i]->d, in->spec ? in->spec : &none);
 	if (r < 0)
 		return r;

@@ -269,7 +269,7 @@ static void write_spec(struct dra *d, const struct disc_node *node,
 	_cleanup_(cJSON_Deletep) cJSON *spec = NULL;
 	int r;
 
-	r = daemon_build_spec(&d->dm, node, a, &spec);
+	r = daemon_build_spec(&d->dm, node, a, false, &spec);
 	if (r == -ENODEV) {
 		if (!d->dm.applied)
 			log_warning("no usable RDMA device found: publishing none, CDI spec left "

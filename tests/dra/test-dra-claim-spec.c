@@ -276,6 +276,29 @@ static void test_netns_move(struct fixture *f)
 	dra_prepared_claim_free(p);
 	cJSON_Delete(spec);
 
+	/* Admin access reaches a device without holding it: its claim never moves it out of
+	 * its holder's namespace; a device the claim also holds (another request) moves. */
+	r[0].admin_access = true;
+	r[1].admin_access = true;
+	r[2].device = "pci-0000-86-00-0";
+	r[2].request = "c";
+	if (!ok(ERR_TEXT(err, fix_prepare(f, NULL, UID2, r, 2, &p, &spec, &_e)) == 0,
+		"Prepare of an admin-access claim on devices of a netns: move pool"))
+		printf("#   %s\n", err);
+	hook_args(spec, hook, args, sizeof(args));
+	EQ_STR(args, "", "admin access only: no move hook");
+	dra_prepared_claim_free(p);
+	cJSON_Delete(spec);
+	if (!ok(ERR_TEXT(err, fix_prepare(f, NULL, UID2, r, 3, &p, &spec, &_e)) == 0,
+		"Prepare of a claim with admin access to mlx5_3 and mlx5_5, holding mlx5_5 too"))
+		printf("#   %s\n", err);
+	hook_args(spec, hook, args, sizeof(args));
+	EQ_STR(args, "rdma-cdi-hook --netns-move-roce=mlx5_5",
+	       "the held device moves, the one reached by admin access only does not");
+	dra_prepared_claim_free(p);
+	cJSON_Delete(spec);
+	r[0].admin_access = r[1].admin_access = false;
+
 	/* The same devices once the pool no longer asks for the move. */
 	f->pools[2].netns = CFG_NETNS_NONE;
 	spec = spec_for(f, UID2, "pci-0000-5e-00-0");

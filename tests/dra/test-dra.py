@@ -888,13 +888,22 @@ SHARE_A = "11111111-2222-4333-8444-555555555555"
 SHARE_B = "66666666-7777-4888-9999-aaaaaaaaaaaa"
 
 
+def move_hooks(path):
+    """The args of every netns-move hook in a spec file, in order."""
+    spec = load_json(path) or {}
+    edits = [spec.get("containerEdits") or {}] + [d.get("containerEdits") or {}
+                                                  for d in spec.get("devices") or []]
+    return [h.get("args") for e in edits for h in e.get("hooks") or []
+            if any(a.startswith("--netns-move") for a in h.get("args") or [])]
+
+
 def sc_admin_share(c):
     """A shared pool's device: allowMultipleAllocations (dropped by a server without the
     feature, and then not published again and again), shares prepared side by side with
     their shareID echoed; adminAccess reaches a held device and holds none."""
     tap = c.tap
     with open(c.config, "w") as f:
-        f.write(POOLS_SHARED)
+        f.write(POOLS_SHARED + "    netns: move\n")
     c.api.consumable_capacity = False  # 1.34/1.35 default
     d, reg, cl = c.up()
     shared = dev_name("mlx5_0")
@@ -943,6 +952,14 @@ def sc_admin_share(c):
     ans = cl.prepare([("default", "holder", hu), ("monitoring", "mon", mu)])
     tap.ok(ans.get(hu, {}).get("error") == "" and ans.get(mu, {}).get("error") == "",
            "an admin claim reaches a device another claim holds", ans)
+    # The exclusive pool has `netns: move`: the holder's container moves mlx5_1 into its
+    # namespace, the admin claim's container must not take it away from there.
+    tap.ok(move_hooks(c.claim_spec(hu)) == [["rdma-cdi-hook", "--netns-move=mlx5_1"]] and
+           move_hooks(c.claim_spec(mu)) == [],
+           "netns: move: the holder's claim spec moves mlx5_1, the admin claim's does not",
+           (move_hooks(c.claim_spec(hu)), move_hooks(c.claim_spec(mu))))
+    tap.ok(move_hooks(os.path.join(c.spec_dir, "rdma.example-hca.json")) == [],
+           "the node spec has no move hook (a claim gets its devices' by its own spec)")
     ans = cl.prepare([("default", "n1", nu)])
     tap.ok(hu in ans.get(nu, {}).get("error", ""),
            "a second normal claim is still refused, naming the holder", ans)
