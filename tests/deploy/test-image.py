@@ -32,7 +32,7 @@
    API-server double, registers with the kubelet plugin watcher double through the host
    path of plugins_registry, publishes the node's HCAs as ResourceSlices and prepares a
    claim, and its liveness probe passes and fails the same way; every call it made is one
-   its ClusterRole grants. `podman stop` ends each
+   its ClusterRole or Roles grant. `podman stop` ends each
    cleanly. A manifest daemon without a scenario here FAILs.
 Everything runs in a private mount namespace with a tmpfs on /run and podman/buildah storage
 in a temp dir: the host's storage, /etc/cdi, /var/run/cdi, /opt and /var/lib/kubelet
@@ -559,28 +559,37 @@ def stop_daemon(w, name, proc, log_path, what, sockets):
 
 
 def api_verb(req):
-    """The RBAC verb and resource of one request the driver made (a recorded request)."""
+    """The RBAC verb, resource and namespace ("" when cluster-scoped) of one request the
+    driver made (a recorded request)."""
     path, _, query = req["path"].partition("?")
     parts = path.strip("/").split("/")
     # /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE[/NAME]
     rest = parts[3:] if parts[0] == "apis" else parts[2:]
+    ns = ""
     if len(rest) >= 2 and rest[0] == "namespaces":
-        rest = rest[2:]
+        ns, rest = rest[1], rest[2:]
     named = len(rest) > 1
     verb = {"POST": "create", "PUT": "update", "PATCH": "patch",
             "DELETE": "delete" if named else "deletecollection"}.get(req["method"])
     if req["method"] == "GET":
         verb = "get" if named else "watch" if "watch=true" in query else "list"
-    return verb, rest[0] if rest else ""
+    return verb, rest[0] if rest else "", ns
 
 
 def rbac_grants(objs):
-    """{(resource, verb)} the DRA ClusterRole grants."""
+    """{(namespace, resource, verb)} the DRA driver's ClusterRole (namespace None: every
+    namespace) and its Roles (their namespace) grant."""
     out = set()
     for _, o in objs:
-        if o.get("kind") == "ClusterRole" and o["metadata"]["name"] == "rdma-cdi-dra":
-            for rule in o.get("rules") or []:
-                out |= {(res, v) for res in rule.get("resources", []) for v in rule["verbs"]}
+        name = o.get("metadata", {}).get("name", "")
+        if o.get("kind") == "ClusterRole" and name == "rdma-cdi-dra":
+            ns = None
+        elif o.get("kind") == "Role" and name.startswith("rdma-cdi-dra"):
+            ns = o["metadata"].get("namespace", "")
+        else:
+            continue
+        for rule in o.get("rules") or []:
+            out |= {(ns, res, v) for res in rule.get("resources", []) for v in rule["verbs"]}
     return out
 
 
@@ -679,9 +688,11 @@ def dra_checks(w, api, watcher, driver, log_path):
 def check_rbac(w, objs, api):
     grants = rbac_grants(objs)
     used = sorted({api_verb(q) for q in api.requests_matching()})
-    missing = [u for u in used if (u[1], u[0]) not in grants]
+    missing = [u for u in used if (None, u[1], u[0]) not in grants and
+               (u[2], u[1], u[0]) not in grants]
     w.res.ok(used and not missing, "every call the driver made (%s) is one its ClusterRole "
-             "grants" % ", ".join("%s %s" % u for u in used), "not granted: %s" % missing)
+             "or Roles grant" % ", ".join("%s %s" % u[:2] + (" in " + u[2] if u[2] else "")
+                                          for u in used), "not granted: %s" % missing)
 
 
 DAEMONS = {"bridge": run_bridge, "dra": run_dra}
