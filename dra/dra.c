@@ -208,6 +208,8 @@ static size_t inventory_keep_defined(struct dra_inventory *inv, const struct spe
 
 		if (eq && spec_names_has(defined, eq + 1))
 			inv->hcas[n++] = inv->hcas[i];
+		else
+			free(inv->hcas[i].ucx); /* the HCA left out owns its UCX entries */
 	}
 	left_out = inv->n_hcas - n;
 	inv->n_hcas = n;
