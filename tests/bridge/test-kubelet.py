@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet_double as kd  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
+from rescan import RESCAN_WAIT, sleep_one_rescan  # noqa: E402
 import spec_files  # noqa: E402
 from spec_files import block_spec, write_foreign_spec  # noqa: E402
 from metrics_scrape import (check_build, check_histogram, free_port, healthz_stuck,  # noqa: E402
@@ -1609,9 +1610,9 @@ def sc_lent(c):
     stash = os.path.join(c.work, "stash")
     n, before = len(stream.lists), spec_stat(b)
     mksysfs(c, "lend", c.sysfs, "mlx5_2", stash, "--with-netdev")
-    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.3): lent to another network namespace"),
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.3): lent to another network namespace", RESCAN_WAIT),
            "the move is logged", b.log_text())
-    time.sleep(1.5)  # one more rescan: nothing may follow
+    sleep_one_rescan(b.log_text())  # nothing may follow
     tap.ok(len(stream.lists) == n, "lent: no ListAndWatch change (%d lists after %d)"
            % (len(stream.lists), n))
     d = by_id(stream.lists[-1]).get("0000:3b:00.3")
@@ -1622,9 +1623,9 @@ def sc_lent(c):
     tap.ok([d.name for d in resp.container_responses[0].cdi_devices] ==
            ["rdma.example/hca=mlx5_2"], "lent: Allocate still names it")
     mksysfs(c, "unlend", c.sysfs, stash)
-    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.3): back from another network namespace"),
+    tap.ok(b.wait_log("mlx5_2 (0000:3b:00.3): back from another network namespace", RESCAN_WAIT),
            "the return is logged", b.log_text())
-    time.sleep(1.5)
+    sleep_one_rescan(b.log_text())
     tap.ok(len(stream.lists) == n, "back: no ListAndWatch change, no flap")
     tap.ok(spec_stat(b) == before, "back: the spec is not rewritten")
     tap.ok(b.log_text().count("lent to another network namespace") == 1,
@@ -1634,7 +1635,7 @@ def sc_lent(c):
     fn3 = os.path.join(c.sysfs, "devices/pci0000:3a/0000:3a:00.0/0000:3b:00.4")
     mksysfs(c, "lend", c.sysfs, "mlx5_3", os.path.join(c.work, "stash3"))
     mksysfs(c, "lend", c.sysfs, "mlx5_4", os.path.join(c.work, "stash4"))
-    b.wait_log("mlx5_4 (0000:3b:00.5): lent to another network namespace")
+    b.wait_log("mlx5_4 (0000:3b:00.5): lent to another network namespace", RESCAN_WAIT)
     shutil.rmtree(fn3)
     for p in ("class/infiniband_verbs/uverbs3", "class/infiniband_verbs/uverbs4"):
         os.unlink(os.path.join(c.sysfs, p))

@@ -30,6 +30,7 @@ import apiserver_double as asd  # noqa: E402
 import kubelet_dra_double as kdd  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from tap import Tap  # noqa: E402
+from rescan import RESCAN_WAIT, sleep_one_rescan  # noqa: E402
 import spec_files  # noqa: E402
 from spec_files import block_spec, write_foreign_spec  # noqa: E402
 from metrics_scrape import (check_build, free_port, healthz_stuck, http_get, metric,  # noqa: E402
@@ -1154,9 +1155,9 @@ def sc_lent(c):
     spec_path = os.path.join(c.spec_dir, "rdma.example-hca.json")
     spec_before = os.stat(spec_path).st_mtime_ns
     subprocess.run([PYTHON, c.args.mksysfs, "lend", c.sysfs, "mlx5_3", stash], check=True)
-    tap.ok(d.wait_log("mlx5_3 (0000:3c:00.0): lent to another network namespace"),
+    tap.ok(d.wait_log("mlx5_3 (0000:3c:00.0): lent to another network namespace", RESCAN_WAIT),
            "the move is logged", c.log()[-2000:])
-    time.sleep(1.5)  # one more rescan
+    sleep_one_rescan(d.log_text())  # nothing may follow
     tap.ok(c.devices() == before and len(slice_writes(c)) == writes,
            "lent: the ResourceSlice keeps the device, not rewritten",
            "%s\n%s" % (c.devices().get(name), slice_writes(c)[writes:]))
@@ -1173,9 +1174,9 @@ def sc_lent(c):
     tap.ok("mlx5_3" in names and os.stat(spec_path).st_mtime_ns == spec_before,
            "its CDI name resolves in the spec on disk, not rewritten")
     subprocess.run([PYTHON, c.args.mksysfs, "unlend", c.sysfs, stash], check=True)
-    tap.ok(d.wait_log("mlx5_3 (0000:3c:00.0): back from another network namespace"),
-           "the return is logged")
-    time.sleep(1.5)
+    tap.ok(d.wait_log("mlx5_3 (0000:3c:00.0): back from another network namespace", RESCAN_WAIT),
+           "the return is logged", d.log_text()[-3000:])
+    sleep_one_rescan(d.log_text())
     tap.ok(c.devices() == before and len(slice_writes(c)) == writes and
            os.stat(spec_path).st_mtime_ns == spec_before,
            "back: no slice or spec write, no flap")
