@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet_double as kd  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
-from rescan import RESCAN_WAIT, sleep_one_rescan  # noqa: E402
+from rescan import RESCAN_WAIT, rescan_period, sleep_one_rescan  # noqa: E402
 import spec_files  # noqa: E402
 from spec_files import block_spec, write_foreign_spec  # noqa: E402
 from metrics_scrape import (check_build, check_histogram, free_port, healthz_stuck,  # noqa: E402
@@ -1508,12 +1508,6 @@ def log_skew(b, needle):
             t = time.mktime(time.strptime(j["ts"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
             return t - time.time()
     return None
-
-
-def rescan_period(log, default):
-    """The period the daemon last said it stretched the periodic rescan to, in seconds."""
-    found = re.findall(r"running it every ([0-9.]+) s", log)
-    return float(found[-1]) if found else default
 
 
 def periodic_rescans(c, port):

@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tap import Tap  # noqa: E402
+from rescan import RESCAN_WAIT  # noqa: E402
 
 PY = "/usr/bin/python3"
 tap = Tap()
@@ -117,7 +118,8 @@ def run(args, work):
     os.unlink(os.path.join(cls, "mlx5_2"))
     with open(os.path.join(sysfs, "class", "infiniband_verbs", "uverbs2", "ibdev"), "w") as f:
         f.write("mlx5_20\n")
-    tap.ok(wait(lambda: "mlx5_20" in (names(spec) or ()) and "mlx5_2" not in names(spec), 3),
+    tap.ok(wait(lambda: "mlx5_20" in (names(spec) or ()) and "mlx5_2" not in names(spec),
+                RESCAN_WAIT),
            "a rename is picked up by the periodic rescan", text())
 
     # A foreign file in the way: the error says what to do, the retry writes once it is gone.

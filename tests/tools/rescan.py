@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Waiting for the daemons' periodic rescan (discovery/follow.c).
 
-A sysfs change that brings no device node event (a device lent to another network namespace
-and back, a port going down) is seen by the periodic rescan only. Its period stretches when
-one rescan costs more than 1/1000 of a core, which a sanitizer build on a busy 2-core
-machine does: it then rescans every few seconds, not every --rescan-interval, and logs so."""
+A sysfs change that brings no device node event (a device lent to another network
+namespace and back, a rename, a port going down) is seen by the periodic rescan only. Its
+period stretches when one rescan costs more than 1/1000 of a core, which a sanitizer build
+on a busy 2-core machine does: it then rescans every few seconds, not every
+--rescan-interval, and logs so."""
 
 import re
 import time
