@@ -555,11 +555,11 @@ def sc_rescan(c):
     b, stream, lst = c.up(extra=["--rescan-interval", "1"])
     tap.ok(by_id(lst)["0000:1a:00.0"].health == "Healthy", "mlx5_0 starts Healthy")
     set_port_state(c.sysfs, "mlx5_0", "1: DOWN")
-    lst = stream.wait(lambda ls: len(ls) >= 2, timeout=5)
+    lst = stream.wait(lambda ls: len(ls) >= 2, timeout=RESCAN_WAIT)
     tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Unhealthy",
            "port DOWN: the next periodic rescan sends mlx5_0 Unhealthy", c.log())
     set_port_state(c.sysfs, "mlx5_0", "4: ACTIVE")
-    lst = stream.wait(lambda ls: len(ls) >= 3, timeout=5)
+    lst = stream.wait(lambda ls: len(ls) >= 3, timeout=RESCAN_WAIT)
     tap.ok(lst is not None and by_id(lst)["0000:1a:00.0"].health == "Healthy",
            "port back ACTIVE: mlx5_0 recovers to Healthy", c.log())
     tap.ok("SIGHUP" not in b.log_text(), "no signal was involved")
@@ -849,7 +849,8 @@ def sc_port_flap(c):
         return None
 
     set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
-    lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Unhealthy", 3)
+    lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Unhealthy",
+                      RESCAN_WAIT)
     tap.ok(lst is not None, "port 1 DOWN: Unhealthy within one rescan interval", c.log())
     tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Unhealthy: port 1 DOWN"),
            "logged with device, PCI address and reason", b.log_text())
@@ -857,7 +858,8 @@ def sc_port_flap(c):
     tap.ok(j and j["pci"] == "0000:3b:00.0" and j["reason"] == "port 1 DOWN" and
            j["level"] == "warning", "as JSON fields device, pci, change, reason", j)
     set_port_state(c.sysfs, "mlx5_2", "4: ACTIVE")
-    lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Healthy", 3)
+    lst = stream.wait(lambda ls: by_id(ls[-1])["0000:3b:00.0"].health == "Healthy",
+                      RESCAN_WAIT)
     tap.ok(lst is not None, "ACTIVE again: Healthy again (recovery)", c.log())
     tap.ok(b.wait_log("mlx5_2 (0000:3b:00.0): Healthy again") and change("healthy"),
            "recovery logged")

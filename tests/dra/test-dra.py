@@ -706,22 +706,24 @@ def sc_port_down(c):
     name = dev_name("mlx5_2")
     set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
     t0 = time.monotonic()
-    devs = c.wait_devices(lambda ds: (ds.get(name) or {}).get("taints"), 4)
+    devs = c.wait_devices(lambda ds: (ds.get(name) or {}).get("taints"), RESCAN_WAIT)
     dt = time.monotonic() - t0
     t = (devs or {}).get(name, {}).get("taints") or []
     tap.ok(len(t) == 1 and t[0]["key"] == DRIVER + "/unhealthy" and
            t[0]["effect"] == "NoSchedule",
            "port DOWN: the device gets the NoSchedule taint within a rescan (%.2f s)" % dt, t)
-    lst = h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == "UNHEALTHY", 3)
+    lst = h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == "UNHEALTHY",
+                 RESCAN_WAIT)
     x = health_of(lst, name)
     tap.ok(x is not None and "DOWN" in x.message and x.last_updated > 0,
            "health stream: UNHEALTHY with the reason", x)
     others = [y for y in lst or [] if y.device != name and y.device != dev_name("mlx5_9")]
     tap.ok(others and all(y.health == "HEALTHY" for y in others), "the others stay HEALTHY")
     set_port_state(c.sysfs, "mlx5_2", "4: ACTIVE")
-    devs = c.wait_devices(lambda ds: name in ds and not ds[name].get("taints"), 4)
+    devs = c.wait_devices(lambda ds: name in ds and not ds[name].get("taints"), RESCAN_WAIT)
     tap.ok(devs is not None, "ACTIVE again: the taint is removed")
-    lst = h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == "HEALTHY", 3)
+    lst = h.wait(lambda ls: getattr(health_of(ls[-1], name), "health", "") == "HEALTHY",
+                 RESCAN_WAIT)
     tap.ok(lst is not None, "health stream: HEALTHY again")
     # The kubelet reports a device Unknown once its last report is older than the
     # timeout it carries: the driver says 60 s and repeats the list every 20 s.
@@ -1400,7 +1402,7 @@ def sc_events(c):
            "slices say so)", c.api.node_events())
     set_port_state(c.sysfs, "mlx5_2", "1: DOWN")
     t0 = time.monotonic()
-    evs = c.api.wait_for(lambda: events_of(c, "mlx5_2"), 5)
+    evs = c.api.wait_for(lambda: events_of(c, "mlx5_2"), RESCAN_WAIT)
     tap.ok(len(evs or []) == 1, "port DOWN: one event within %.1f s" % (time.monotonic() - t0),
            evs)
     if evs:
@@ -1451,7 +1453,8 @@ def sc_events_refused(c):
     d, reg, cl = c.up(["--rescan-interval", "1"])
     for n, rdma in enumerate(("mlx5_2", "mlx5_3")):
         set_port_state(c.sysfs, rdma, "1: DOWN")
-        devs = c.wait_devices(lambda ds: (ds.get(dev_name(rdma)) or {}).get("taints"), 5)
+        devs = c.wait_devices(lambda ds: (ds.get(dev_name(rdma)) or {}).get("taints"),
+                              RESCAN_WAIT)
         posts = c.api.wait_for(lambda: len(c.api.requests_matching("POST", EVENTS_PATH)) > n,
                                5)
         tap.ok(devs is not None and posts, "%s DOWN: tainted in the slices while its event is "
@@ -1467,7 +1470,7 @@ def sc_events_refused(c):
     tap.ok(c.api.node_events() == [], "no event stored")
     c.api.clear_faults()
     set_port_state(c.sysfs, "mlx5_4", "1: DOWN")
-    evs = c.api.wait_for(lambda: events_of(c, "mlx5_4"), 5)
+    evs = c.api.wait_for(lambda: events_of(c, "mlx5_4"), RESCAN_WAIT)
     tap.ok(evs and d.wait_log("Node events are recorded again"),
            "events allowed again: the next one is stored, and the log says so")
 
