@@ -197,25 +197,6 @@ static void publish_health(struct dra *d)
 
 /* ---- applying a scan --------------------------------------------------------------------- */
 
-/* What the driver offers: the devices of the current scan whose names the spec on disk
- * defines (docs/dra.md). Returns how many it left out. */
-static size_t inventory_keep_defined(struct dra_inventory *inv, const struct spec_names *defined)
-{
-	size_t n = 0, left_out;
-
-	for (size_t i = 0; i < inv->n_hcas; i++) {
-		const char *eq = strchr(inv->hcas[i].cdi_id, '=');
-
-		if (eq && spec_names_has(defined, eq + 1))
-			inv->hcas[n++] = inv->hcas[i];
-		else
-			free(inv->hcas[i].ucx); /* the HCA left out owns its UCX entries */
-	}
-	left_out = inv->n_hcas - n;
-	inv->n_hcas = n;
-	return left_out;
-}
-
 /* rdma_cdi_devices: what the inventory in force offers, per pool. */
 static void count_devices(struct dra *d)
 {
@@ -308,7 +289,7 @@ static int apply(struct dra *d, const struct disc_node *node, bool write)
 	r = dra_inventory_build(node, d->dm.cfg, a, d->dm.spec.kind, &inv);
 	if (r < 0)
 		return log_error_errno(r, "building the device inventory failed");
-	left_out = inventory_keep_defined(inv, d->spec_on_disk);
+	left_out = dra_inventory_keep_defined(inv, d->spec_on_disk);
 	if (left_out > 0 && write) /* else the same as the last scan's */
 		log_warning("%zu device(s) not published: the CDI spec on disk does not define "
 			    "them",

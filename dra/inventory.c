@@ -131,6 +131,23 @@ void dra_inventory_free(struct dra_inventory *inv)
 	free(inv);
 }
 
+size_t dra_inventory_keep_defined(struct dra_inventory *inv, const struct spec_names *defined)
+{
+	size_t n = 0, left_out;
+
+	for (size_t i = 0; i < inv->n_hcas; i++) {
+		const char *eq = strchr(inv->hcas[i].cdi_id, '=');
+
+		if (eq && spec_names_has(defined, eq + 1))
+			inv->hcas[n++] = inv->hcas[i];
+		else
+			free(inv->hcas[i].ucx);
+	}
+	left_out = inv->n_hcas - n;
+	inv->n_hcas = n;
+	return left_out;
+}
+
 const struct dra_hca *dra_inventory_find(const struct dra_inventory *inv, const char *name)
 {
 	if (!inv || !name)

@@ -79,5 +79,9 @@ int dra_inventory_build(const struct disc_node *node, const struct cfg *cfg,
 			const struct cfg_assignment *a, const char *kind,
 			struct dra_inventory **ret);
 void dra_inventory_free(struct dra_inventory *inv);
+struct spec_names;
+/* What the driver offers: keeps the HCAs whose names the spec on disk (defined) defines,
+ * frees the others (docs/dra.md). Returns how many it left out. */
+size_t dra_inventory_keep_defined(struct dra_inventory *inv, const struct spec_names *defined);
 /* The device of that name, or NULL. */
 const struct dra_hca *dra_inventory_find(const struct dra_inventory *inv, const char *name);

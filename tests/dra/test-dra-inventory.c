@@ -158,6 +158,37 @@ static void test_dgx(void)
 	fixture_free(fx);
 }
 
+/* Only the HCAs the spec on disk defines are offered; the others are freed (ASan). */
+static void test_keep_defined(void)
+{
+	struct fixture *fx = fixture_scan("dgx");
+	struct cfg *cfg;
+	struct cfg_assignment *a;
+	struct dra_inventory *inv = inventory_of(fx->node, NULL, &cfg, &a);
+	cJSON *spec = cJSON_Parse("{\"devices\": [{\"name\": \"0000:1a:00.0\"},"
+				  " {\"name\": \"0000:3c:00.0\"}, {\"name\": \"mlx5_99\"}]}");
+	struct spec_names *defined = spec_names_new(spec);
+	size_t before = inv->n_hcas;
+
+	if (!spec || !defined)
+		abort();
+	EQ_INT((int)dra_inventory_keep_defined(inv, defined), (int)before - 2,
+	       "the HCAs the spec on disk does not define are left out");
+	ok(inv->n_hcas == 2 && hca_of(inv, "mlx5_0") && hca_of(inv, "mlx5_3"),
+	   "the two it defines stay (%zu)", inv->n_hcas);
+	is_str(hca_of(inv, "mlx5_3") ? hca_of(inv, "mlx5_3")->ucx : NULL, "mlx5_3:1",
+	       "a kept HCA keeps its UCX entry");
+	EQ_INT((int)dra_inventory_keep_defined(inv, spec_names_empty()), 2,
+	       "no spec on disk yet: nothing is offered");
+	ok(inv->n_hcas == 0, "the inventory is empty");
+	spec_names_free(defined);
+	cJSON_Delete(spec);
+	dra_inventory_free(inv);
+	cfg_assignment_free(a);
+	cfg_free(cfg);
+	fixture_free(fx);
+}
+
 static void test_pools(void)
 {
 	struct fixture *fx = fixture_scan("dgx");
@@ -217,6 +248,7 @@ int main(int argc, char **argv)
 	test_long_names();
 	test_dgx();
 	test_pools();
+	test_keep_defined();
 	test_sriov_and_errors();
 	return tap_done();
 }
